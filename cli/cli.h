@@ -1,0 +1,24 @@
+/* cli — the dtrexec command: a thin layer over the runtime API and bench/.
+ * Each subcommand lives in its own cli/cmd_*.c and is listed once in main.c.
+ * Subcommands return the process exit code of DESIGN.md: 0 success, 1 bad
+ * input or usage, 2 budget infeasible / out of memory, 3 internal error. */
+#ifndef DTRX_CLI_H
+#define DTRX_CLI_H
+
+enum cli_exit {
+    CLI_EXIT_OK = 0,
+    CLI_EXIT_USAGE = 1,
+    CLI_EXIT_OOM = 2,
+    CLI_EXIT_INTERNAL = 3,
+};
+
+int cmd_run(int argc, char **argv);    /* dtrexec MODEL.onnx [options] */
+int cmd_check(int argc, char **argv);  /* dtrexec check DIR... */
+int cmd_sim(int argc, char **argv);    /* dtrexec sim TRACE|GRAPH ... */
+int cmd_bench(int argc, char **argv);  /* dtrexec bench ... */
+
+/* Parses "4GB", "512MiB", "1000" into bytes; "0.5x" sets *ratio instead
+ * (bytes 0). Returns 0, or -1 when the text is not a size. */
+int cli_parse_size(const char *text, double *bytes, double *ratio);
+
+#endif

@@ -1,0 +1,51 @@
+/* cli/main.c — dispatches `dtrexec SUBCOMMAND …` to its cmd_* function; a
+ * first argument that is no subcommand is a model to run. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+struct subcommand {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct subcommand subcommands[] = {
+    { "check", cmd_check, "run ONNX test-data folders (model.onnx + test_data_set_*)" },
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: dtrexec MODEL.onnx [options]   run one inference (or train with --train)\n");
+    for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
+        fprintf(f, "       dtrexec %-6s ...            %s\n", subcommands[i].name, subcommands[i].summary);
+    fprintf(f, "       dtrexec --version\n"
+               "Run `dtrexec SUBCOMMAND --help` or `dtrexec --help-run` for the options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("dtrexec %s\nbackends: cpu%s\n", DTRX_VERSION,
+#ifdef DTRX_HAVE_CUDA
+               ", cuda"
+#else
+               ""
+#endif
+        );
+        return CLI_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
+        if (!strcmp(argv[1], subcommands[i].name))
+            return subcommands[i].run(argc - 1, argv + 1);
+    return cmd_run(argc, argv);
+}

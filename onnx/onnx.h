@@ -1,0 +1,181 @@
+/* onnx — ONNX files in, plain C structs out.
+ *
+ * Loads ModelProto (embedded and external data) and TensorProto / .npy files
+ * into the structs below and writes TensorProto and ModelProto back. This is
+ * the only module that sees protobuf-c types; it knows nothing of operators,
+ * kernels, memory budgets or DTR. Every loader validates what it reads (names,
+ * shapes, sizes, indices, graph acyclicity) and reports a message naming the
+ * file, node or tensor at fault instead of crashing.
+ *
+ * Errors: functions return 0 on success, -1 on failure with a message written
+ * into the caller's buffer `err` (always NUL-terminated, may be NULL).
+ */
+#ifndef DTRX_ONNX_H
+#define DTRX_ONNX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ONNX_MAX_RANK 8
+
+/* TensorProto.DataType values, kept numerically identical to ONNX. */
+enum onnx_dtype {
+    ONNX_DTYPE_UNDEFINED = 0,
+    ONNX_DTYPE_FLOAT = 1,
+    ONNX_DTYPE_UINT8 = 2,
+    ONNX_DTYPE_INT8 = 3,
+    ONNX_DTYPE_UINT16 = 4,
+    ONNX_DTYPE_INT16 = 5,
+    ONNX_DTYPE_INT32 = 6,
+    ONNX_DTYPE_INT64 = 7,
+    ONNX_DTYPE_STRING = 8,
+    ONNX_DTYPE_BOOL = 9,
+    ONNX_DTYPE_FLOAT16 = 10,
+    ONNX_DTYPE_DOUBLE = 11,
+    ONNX_DTYPE_UINT32 = 12,
+    ONNX_DTYPE_UINT64 = 13,
+    ONNX_DTYPE_COMPLEX64 = 14,
+    ONNX_DTYPE_COMPLEX128 = 15,
+    ONNX_DTYPE_BFLOAT16 = 16,
+};
+
+/* Bytes per element of the numeric types we hold in memory; 0 for the rest. */
+size_t onnx_dtype_size(int dtype);
+const char *onnx_dtype_name(int dtype);
+
+/* A decoded tensor: dense, row-major, native little-endian element data. */
+struct onnx_tensor {
+    char *name;
+    int dtype;                     /* enum onnx_dtype */
+    int rank;
+    int64_t dims[ONNX_MAX_RANK];
+    void *data;                    /* numel * onnx_dtype_size(dtype) bytes, owned */
+    size_t size_bytes;
+};
+
+int64_t onnx_tensor_numel(const struct onnx_tensor *t);
+
+/* Type of a graph input, output or value_info entry. */
+enum onnx_value_kind {
+    ONNX_VALUE_TENSOR = 0,
+    ONNX_VALUE_SEQUENCE = 1,
+    ONNX_VALUE_OPTIONAL = 2,
+    ONNX_VALUE_OTHER = 3,
+};
+
+struct onnx_value_info {
+    char *name;
+    int kind;                      /* enum onnx_value_kind */
+    int elem_type;                 /* enum onnx_dtype; for sequence/optional the inner tensor's */
+    int rank;                      /* -1 when the shape is unknown */
+    int64_t dims[ONNX_MAX_RANK];   /* -1 where the dimension is symbolic or unknown */
+    char *dim_params[ONNX_MAX_RANK]; /* symbolic names (NULL when fixed or anonymous) */
+};
+
+enum onnx_attr_type {
+    ONNX_ATTR_UNDEFINED = 0,
+    ONNX_ATTR_FLOAT = 1,
+    ONNX_ATTR_INT = 2,
+    ONNX_ATTR_STRING = 3,
+    ONNX_ATTR_TENSOR = 4,
+    ONNX_ATTR_GRAPH = 5,
+    ONNX_ATTR_FLOATS = 6,
+    ONNX_ATTR_INTS = 7,
+    ONNX_ATTR_STRINGS = 8,
+    ONNX_ATTR_TENSORS = 9,
+    ONNX_ATTR_GRAPHS = 10,
+    ONNX_ATTR_SPARSE_TENSOR = 11,
+    ONNX_ATTR_SPARSE_TENSORS = 12,
+    ONNX_ATTR_TYPE_PROTO = 13,
+    ONNX_ATTR_TYPE_PROTOS = 14,
+};
+
+struct onnx_graph;
+
+struct onnx_attr {
+    char *name;
+    int type;                      /* enum onnx_attr_type */
+    float f;
+    int64_t i;
+    char *s;                       /* NUL-terminated copy of the bytes */
+    size_t s_len;
+    struct onnx_tensor *t;
+    struct onnx_graph *g;
+    int n;                         /* element count of the list kinds below */
+    float *floats;
+    int64_t *ints;
+    char **strings;
+    struct onnx_tensor **tensors;
+    struct onnx_graph **graphs;
+};
+
+struct onnx_node {
+    char *name;                    /* never NULL; "<op_type>_<index>" when the file has none */
+    char *op_type;
+    char *domain;                  /* "" for ai.onnx */
+    int n_inputs;
+    char **inputs;                 /* "" marks an omitted optional input */
+    int n_outputs;
+    char **outputs;                /* "" marks an omitted optional output */
+    int n_attrs;
+    struct onnx_attr *attrs;
+};
+
+struct onnx_graph {
+    char *name;
+    int n_nodes;
+    struct onnx_node *nodes;       /* in topological order after loading */
+    int n_initializers;
+    struct onnx_tensor *initializers;
+    int n_inputs;                  /* graph inputs that are not initializers */
+    struct onnx_value_info *inputs;
+    int n_outputs;
+    struct onnx_value_info *outputs;
+    int n_value_info;
+    struct onnx_value_info *value_info;
+};
+
+struct onnx_opset {
+    char *domain;                  /* "" for ai.onnx ("ai.onnx" is normalised to "") */
+    int64_t version;
+};
+
+struct onnx_model {
+    int64_t ir_version;
+    char *producer_name;
+    int n_opsets;
+    struct onnx_opset *opsets;
+    struct onnx_graph *graph;
+    char *path;                    /* the file it was loaded from */
+};
+
+/* Loading; the returned objects are owned by the caller and freed with the
+ * matching _free. Subgraph attributes are loaded recursively (If/Loop/Scan). */
+int onnx_model_load(const char *path, struct onnx_model **out, char *err, size_t err_size);
+int onnx_model_load_buffer(const void *buf, size_t len, const char *base_dir,
+                           struct onnx_model **out, char *err, size_t err_size);
+void onnx_model_free(struct onnx_model *m);
+
+/* Writes `m` as a ModelProto, initializers embedded as raw_data. */
+int onnx_model_save(const struct onnx_model *m, const char *path, char *err, size_t err_size);
+
+/* Opset of `domain` ("" or "ai.onnx" for the default domain); 0 if not imported. */
+int64_t onnx_model_opset(const struct onnx_model *m, const char *domain);
+
+/* A tensor from a TensorProto .pb or a NumPy .npy file (chosen by content).
+ * The result is written into *out (fields owned by it; free with onnx_tensor_clear). */
+int onnx_tensor_load(const char *path, struct onnx_tensor *out, char *err, size_t err_size);
+int onnx_tensor_save(const struct onnx_tensor *t, const char *path, char *err, size_t err_size);
+void onnx_tensor_clear(struct onnx_tensor *t);
+
+/* Attribute look-up on a node: NULL / the default when absent. */
+const struct onnx_attr *onnx_node_attr(const struct onnx_node *n, const char *name);
+int64_t onnx_node_attr_int(const struct onnx_node *n, const char *name, int64_t dflt);
+float onnx_node_attr_float(const struct onnx_node *n, const char *name, float dflt);
+const char *onnx_node_attr_string(const struct onnx_node *n, const char *name, const char *dflt);
+/* Copies up to `max` ints into out; returns the count, or -1 if the attribute
+ * is absent, or -2 if it holds more than `max`. */
+int onnx_node_attr_ints(const struct onnx_node *n, const char *name, int64_t *out, int max);
+int onnx_node_attr_floats(const struct onnx_node *n, const char *name, float *out, int max);
+
+#endif

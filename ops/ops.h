@@ -1,0 +1,162 @@
+/* ops — everything that computes.
+ *
+ * The tensor struct, the backend interface, the operator registry and one
+ * file per operator (or family) holding, side by side: attribute parsing from
+ * the onnx/ IR, shape inference, a cost estimate, the kernels per backend and
+ * (later) the gradient emitter.
+ *
+ * ops/ knows nothing of the arena, the interpreter or DTR. A kernel receives
+ * its inputs and its already-allocated outputs in a `struct op_call`; whatever
+ * it needs from above (scratch memory that counts against the budget, thread
+ * count, the call's random seed, an error buffer) it asks of the `struct
+ * op_env` interface passed in with the call.
+ *
+ * Conventions: functions returning int give 0 on success and -1 on failure,
+ * after writing a message with op_error(). Omitted optional inputs and outputs
+ * are NULL pointers in the call's arrays.
+ */
+#ifndef DTRX_OPS_H
+#define DTRX_OPS_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "onnx/onnx.h"
+
+#define TENSOR_MAX_RANK ONNX_MAX_RANK
+
+/* A dense row-major tensor. Element types are enum onnx_dtype values. The
+ * data pointer belongs to whoever allocated it (the runtime), never to ops/. */
+struct tensor {
+    int dtype;
+    int rank;
+    int64_t dims[TENSOR_MAX_RANK];
+    void *data;
+};
+
+int64_t tensor_numel(const struct tensor *t);
+size_t tensor_size_bytes(const struct tensor *t);
+/* Same rank and dims. */
+int tensor_same_shape(const struct tensor *a, const struct tensor *b);
+/* "float32[2,3,4]" into buf; returns buf. */
+const char *tensor_describe(const struct tensor *t, char *buf, size_t size);
+
+enum backend_kind {
+    BACKEND_CPU = 0,
+    BACKEND_CUDA = 1,
+    BACKEND_COUNT
+};
+
+/* A device's memory and transfer primitives. Tensor memory is not allocated
+ * through this directly: the runtime's arena takes one block from `alloc` and
+ * sub-allocates it, so that the budget is a real bound. */
+struct backend {
+    enum backend_kind kind;
+    const char *name;
+    void *ctx;
+    void *(*alloc)(void *ctx, size_t bytes);
+    void (*free)(void *ctx, void *ptr);
+    int (*copy_to_device)(void *ctx, void *dst, const void *host_src, size_t bytes);
+    int (*copy_to_host)(void *ctx, void *host_dst, const void *src, size_t bytes);
+    int (*copy)(void *ctx, void *dst, const void *src, size_t bytes);
+    int (*synchronize)(void *ctx);
+};
+
+extern const struct backend backend_cpu;
+
+/* What a kernel may ask of whoever runs it. */
+struct op_env {
+    void *ctx;
+    /* Scratch memory that counts against the budget; NULL if it cannot be had. */
+    void *(*scratch_alloc)(void *ctx, size_t bytes);
+    void (*scratch_free)(void *ctx, void *ptr);
+    const struct backend *backend;
+    int threads;
+    uint64_t seed;                 /* this call's seed; replayed on recomputation */
+    int training;                  /* 1 when running a training step */
+    char *err;                     /* where op_error() writes */
+    size_t err_size;
+};
+
+struct op_def;
+
+struct op_call {
+    const struct op_def *def;
+    int version;                   /* the since-version the registry resolved */
+    const void *params;            /* what def->parse produced (may be NULL) */
+    const char *node_name;
+    int n_in;
+    const struct tensor *const *in;
+    int n_out;
+    struct tensor *const *out;
+    struct op_env *env;
+};
+
+/* Writes "<node> (<op>): <message>" into the call's error buffer; returns -1. */
+int op_error(const struct op_call *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Cost estimate of one call, used by DTR as c(s) in the cost model. */
+struct op_cost {
+    double flops;
+    double bytes;                  /* bytes read plus bytes written */
+};
+
+#define OP_MAX_VERSIONS 12
+#define OP_VARIADIC (-1)
+
+struct op_def {
+    const char *domain;            /* "" for ai.onnx */
+    const char *name;
+    /* since-versions this implementation covers, ascending, 0-terminated;
+     * the registry resolves a model's opset to the highest one not above it. */
+    int since[OP_MAX_VERSIONS];
+    int min_in, max_in;            /* max OP_VARIADIC for variadic */
+    int min_out, max_out;
+    /* Parses attributes (and checks them) into *params (heap, freed with
+     * params_free or free()). NULL when the op has no attributes. */
+    int (*parse)(const struct onnx_node *node, int version, void **params,
+                 char *err, size_t err_size);
+    void (*params_free)(void *params);
+    /* Sets dtype, rank and dims of every non-NULL output from the inputs.
+     * Inputs flagged in host_inputs have their values readable on the host. */
+    int (*infer)(struct op_call *c);
+    struct op_cost (*cost)(const struct op_call *c);
+    int (*kernel[BACKEND_COUNT])(struct op_call *c);
+    uint32_t host_inputs;          /* bit i: infer reads the values of input i */
+    /* Output 0 is input 0's bytes under a new shape (Reshape, Squeeze, ...):
+     * the runtime shares the memory and no kernel runs. */
+    int alias;
+};
+
+/* The highest-version implementation of (domain, name) not above `opset`, or
+ * NULL; *version receives the resolved since-version. */
+const struct op_def *op_registry_find(const char *domain, const char *name,
+                                      int64_t opset, int *version);
+/* Iterates over the registry: returns NULL past the end. */
+const struct op_def *op_registry_at(int index);
+
+/* ---- helpers shared by operator files --------------------------------- */
+
+/* Numpy-style broadcasting of n shapes into out; -1 (message in err) if they
+ * do not broadcast. */
+int broadcast_shape(const struct tensor *const *ts, int n, struct tensor *out,
+                    char *err, size_t err_size);
+/* Element strides of `t` seen through the broadcast shape `out` (0 on
+ * broadcast axes), right-aligned, out->rank entries. */
+void broadcast_strides(const struct tensor *t, const struct tensor *out, int64_t *strides);
+
+/* Cost helpers for the common shapes of work. */
+struct op_cost cost_elementwise(const struct op_call *c);  /* 1 flop per output element */
+struct op_cost cost_memory(const struct op_call *c);       /* 0 flops, bytes moved */
+
+/* Normalises a possibly negative axis against rank; -1 if out of range. */
+int op_axis(int64_t axis, int rank);
+
+/* Reads element i of an integer or bool tensor as int64 (host data). */
+int64_t tensor_get_int(const struct tensor *t, int64_t i);
+/* Reads element i of a numeric tensor as double (host data). */
+double tensor_get_double(const struct tensor *t, int64_t i);
+
+#endif

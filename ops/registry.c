@@ -1,0 +1,47 @@
+/* ops/registry.c — the operator table, keyed by (domain, name, since-version).
+ * Adding an operator: define its op_def in its own file and add one line here,
+ * in its family's section. */
+#include <string.h>
+
+#include "ops/ops.h"
+
+#define OPS_LIST(X) \
+    /* elementwise, comparison, reduction, softmax family */ \
+    /* nn: conv, pool, normalization, gemm/matmul */ \
+    /* shape and data movement */ \
+    /* recurrent and losses */
+
+#define OP_DECLARE(sym) extern const struct op_def sym;
+#define OP_ENTRY(sym) &sym,
+OPS_LIST(OP_DECLARE)
+
+static const struct op_def *const registry[] = { OPS_LIST(OP_ENTRY) NULL };
+
+const struct op_def *op_registry_at(int index)
+{
+    if (index < 0 || index >= (int)(sizeof registry / sizeof registry[0]))
+        return NULL;
+    return registry[index];
+}
+
+const struct op_def *op_registry_find(const char *domain, const char *name,
+                                      int64_t opset, int *version)
+{
+    if (!domain || !strcmp(domain, "ai.onnx"))
+        domain = "";
+    const struct op_def *best = NULL;
+    int best_version = 0;
+    for (int i = 0; registry[i]; i++) {
+        const struct op_def *d = registry[i];
+        if (strcmp(d->name, name) || strcmp(d->domain, domain))
+            continue;
+        for (int v = 0; v < OP_MAX_VERSIONS && d->since[v]; v++)
+            if (d->since[v] <= opset && d->since[v] > best_version) {
+                best = d;
+                best_version = d->since[v];
+            }
+    }
+    if (best && version)
+        *version = best_version;
+    return best;
+}
