@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Checks the model zoo end to end: each model of bench/models/ is generated
+(tiny configuration by default) into a temporary folder, validated with
+onnx.checker (full check with strict shape inference), run in onnxruntime
+(outputs must be finite, of the inferred shape, and not all zero), and —
+when --dtrexec is given — run through the dtrexec command with the same
+inputs and compared to onnxruntime's outputs (rtol 1e-3, atol 1e-4).
+
+    python3 tests/models_check.py [--dtrexec build/dtrexec] [--models a,b]
+                                  [--batch N] [--full] [--threads N]
+
+Exit status 0 when every model passes, 1 otherwise; one line per model.
+Needs only numpy, onnx and onnxruntime; no pytest.
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "bench"))
+sys.path.insert(0, os.path.join(HERE, "..", "bench", "models"))
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+
+import make  # noqa: E402
+import runners  # noqa: E402
+
+
+def check_one(name, args, tmp):
+    t0 = time.perf_counter()
+    model = make.make(name, batch=args.batch, tiny=not args.full, seed=0)
+    path = os.path.join(tmp, f"{name}.onnx")
+    onnx.save_model(model, path)
+    onnx.checker.check_model(path, full_check=True)
+    gen_s = time.perf_counter() - t0
+
+    names = set()
+    for n in model.graph.node:
+        if not n.name or n.name in names:
+            return False, f"node name '{n.name}' empty or repeated"
+        names.add(n.name)
+
+    feeds = make.sample_inputs(model, seed=1)
+    ort_out, ort_t = runners.run_onnxruntime(path, feeds, threads=args.threads)
+    for vi, arr in zip(model.graph.output, ort_out):
+        want = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+        if list(arr.shape) != want:
+            return False, f"onnxruntime output '{vi.name}' has shape {list(arr.shape)}, declared {want}"
+        if not np.all(np.isfinite(arr)):
+            return False, f"onnxruntime output '{vi.name}' has non-finite values"
+        if not np.any(arr):
+            return False, f"onnxruntime output '{vi.name}' is all zero"
+    o = ort_out[0]
+    msg = (f"{len(model.graph.node)} nodes, output {list(o.shape)} std {float(o.std()):.3g}, "
+           f"gen {gen_s:.2f}s, onnxruntime {ort_t[0] * 1e3:.1f} ms")
+    if args.dtrexec:
+        try:
+            d_out, d_t, _ = runners.run_dtrexec(args.dtrexec, path, feeds, threads=args.threads,
+                                                work_dir=os.path.join(tmp, name + ".run"),
+                                                timeout=args.timeout)
+        except runners.DtrexecError as e:
+            return False, msg + f"; {e}"
+        except Exception as e:  # missing output file, bad stats JSON, timeout
+            return False, msg + f"; dtrexec run failed: {type(e).__name__}: {e}"
+        ok, max_abs, max_rel, why = runners.compare(ort_out, d_out, args.rtol, args.atol)
+        d_ms = f"{d_t[0] * 1e3:.1f} ms" if d_t else "no step_seconds"
+        msg += f", dtrexec {d_ms}, max abs diff {max_abs:.3g}, max rel diff {max_rel:.3g}"
+        if not ok:
+            return False, msg + f"; MISMATCH: {why}"
+    return True, msg
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dtrexec", help="path of the dtrexec executable; without it only onnxruntime runs")
+    ap.add_argument("--models", default=",".join(make.MODELS), help="comma-separated subset")
+    ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("--full", action="store_true", help="full-size configurations (slow, large files)")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--rtol", type=float, default=runners.DEFAULT_RTOL)
+    ap.add_argument("--atol", type=float, default=runners.DEFAULT_ATOL)
+    ap.add_argument("--timeout", type=float, default=300, help="seconds per dtrexec run")
+    args = ap.parse_args()
+    if args.dtrexec and not os.access(args.dtrexec, os.X_OK):
+        print(f"models_check: dtrexec '{args.dtrexec}' is not an executable file", file=sys.stderr)
+        return 1
+
+    failed = []
+    with tempfile.TemporaryDirectory(prefix="dtrx-models-") as tmp:
+        for name in args.models.split(","):
+            try:
+                ok, msg = check_one(name, args, tmp)
+            except Exception as e:
+                ok, msg = False, f"{type(e).__name__}: {e}"
+            print(f"{'ok  ' if ok else 'FAIL'} {name}: {msg}", flush=True)
+            if not ok:
+                failed.append(name)
+    if failed:
+        print(f"models_check: {len(failed)} failed: {' '.join(failed)}")
+        return 1
+    print("models_check: all passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
