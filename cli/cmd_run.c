@@ -1,0 +1,287 @@
+/* cli/cmd_run.c — `dtrexec MODEL.onnx [options]`: one inference (repeated
+ * with --repeat), inputs from files or seeded random data, outputs written
+ * as TensorProto files, statistics as JSON. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+#include "onnx/onnx.h"
+#include "runtime/dtrexec.h"
+
+#define RUN_MAX_ARGS 64
+
+struct run_args {
+    const char *model;
+    const char *input_names[RUN_MAX_ARGS];   /* NULL: bind by position */
+    const char *input_files[RUN_MAX_ARGS];
+    int n_inputs;
+    const char *dim_names[RUN_MAX_ARGS];
+    long long dim_values[RUN_MAX_ARGS];
+    int n_dims;
+    const char *output_dir;
+    const char *stats_path;
+    const char *device;
+    int threads;
+    int repeat;
+    unsigned long long seed;
+    int quiet;
+};
+
+static void run_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: dtrexec MODEL.onnx [options]\n"
+            "  --input NAME=FILE | FILE...  inputs as TensorProto .pb or .npy (positional files bind in order)\n"
+            "  --dim NAME=N                 bind a symbolic dimension for random inputs\n"
+            "  --output-dir DIR             write outputs as DIR/output_<i>.pb\n"
+            "  --device cpu|cuda            (default cpu)\n"
+            "  --threads N  --seed N  --repeat N  --stats FILE.json  --quiet\n");
+}
+
+static int parse_count(const char *opt, const char *text, long long min, long long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || end == text || *end || v < min) {
+        fprintf(stderr, "dtrexec: %s expects an integer >= %lld, got '%s'\n", opt, min, text);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_run_args(int argc, char **argv, struct run_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->repeat = 1;
+    a->device = "cpu";
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        long long n;
+        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+            run_usage(stdout);
+            return 1;
+        }
+        if (!strcmp(arg, "--quiet")) {
+            a->quiet = 1;
+            continue;
+        }
+        if (arg[0] != '-' || !arg[1]) {
+            if (!a->model) {
+                a->model = arg;
+                continue;
+            }
+            if (a->n_inputs == RUN_MAX_ARGS)
+                goto too_many;
+            a->input_files[a->n_inputs++] = arg;
+            continue;
+        }
+        if (!val) {
+            fprintf(stderr, "dtrexec: option %s needs a value\n", arg);
+            return -1;
+        }
+        i++;
+        if (!strcmp(arg, "--input")) {
+            const char *eq = strchr(val, '=');
+            if (!eq || eq == val || !eq[1]) {
+                fprintf(stderr, "dtrexec: --input expects NAME=FILE, got '%s'\n", val);
+                return -1;
+            }
+            if (a->n_inputs == RUN_MAX_ARGS)
+                goto too_many;
+            a->input_names[a->n_inputs] = strndup(val, (size_t)(eq - val));
+            a->input_files[a->n_inputs++] = eq + 1;
+        } else if (!strcmp(arg, "--dim")) {
+            const char *eq = strchr(val, '=');
+            if (!eq || eq == val || a->n_dims == RUN_MAX_ARGS) {
+                fprintf(stderr, "dtrexec: --dim expects NAME=N, got '%s'\n", val);
+                return -1;
+            }
+            if (parse_count("--dim", eq + 1, 1, &n))
+                return -1;
+            a->dim_names[a->n_dims] = strndup(val, (size_t)(eq - val));
+            a->dim_values[a->n_dims++] = n;
+        } else if (!strcmp(arg, "--output-dir")) {
+            a->output_dir = val;
+        } else if (!strcmp(arg, "--stats")) {
+            a->stats_path = val;
+        } else if (!strcmp(arg, "--device")) {
+            a->device = val;
+        } else if (!strcmp(arg, "--threads")) {
+            if (parse_count(arg, val, 1, &n))
+                return -1;
+            a->threads = (int)n;
+        } else if (!strcmp(arg, "--repeat")) {
+            if (parse_count(arg, val, 1, &n))
+                return -1;
+            a->repeat = (int)n;
+        } else if (!strcmp(arg, "--seed")) {
+            if (parse_count(arg, val, 0, &n))
+                return -1;
+            a->seed = (unsigned long long)n;
+        } else {
+            fprintf(stderr, "dtrexec: unknown option '%s' (see dtrexec --help-run)\n", arg);
+            return -1;
+        }
+    }
+    if (!a->model) {
+        run_usage(stderr);
+        return -1;
+    }
+    return 0;
+too_many:
+    fprintf(stderr, "dtrexec: too many inputs (at most %d)\n", RUN_MAX_ARGS);
+    return -1;
+}
+
+static void free_run_args(struct run_args *a)
+{
+    for (int i = 0; i < a->n_inputs; i++)
+        free((char *)a->input_names[i]);
+    for (int i = 0; i < a->n_dims; i++)
+        free((char *)a->dim_names[i]);
+}
+
+static enum dtrx_status bind_inputs(struct dtrx_session *s, const struct run_args *a)
+{
+    for (int i = 0; i < a->n_dims; i++) {
+        enum dtrx_status st = dtrx_session_bind_dim(s, a->dim_names[i], a->dim_values[i]);
+        if (st)
+            return st;
+    }
+    int position = 0;
+    for (int i = 0; i < a->n_inputs; i++) {
+        int index = a->input_names[i] ? dtrx_session_input_index(s, a->input_names[i]) : position++;
+        if (index < 0 || index >= dtrx_session_input_count(s)) {
+            if (a->input_names[i])
+                fprintf(stderr, "dtrexec: the model has no input named '%s'\n", a->input_names[i]);
+            else
+                fprintf(stderr, "dtrexec: %d positional inputs given, the model has %d\n",
+                        position, dtrx_session_input_count(s));
+            return DTRX_ERR_INPUT;
+        }
+        struct onnx_tensor t;
+        char err[512];
+        if (onnx_tensor_load(a->input_files[i], &t, err, sizeof err)) {
+            fprintf(stderr, "dtrexec: %s\n", err);
+            return DTRX_ERR_INPUT;
+        }
+        struct dtrx_tensor in = { .dtype = t.dtype, .rank = t.rank, .data = t.data };
+        memcpy(in.dims, t.dims, sizeof in.dims);
+        enum dtrx_status st = dtrx_session_set_input(s, index, &in);
+        onnx_tensor_clear(&t);
+        if (st) {
+            fprintf(stderr, "dtrexec: %s (file %s)\n", dtrx_last_error(), a->input_files[i]);
+            return st;
+        }
+    }
+    enum dtrx_status st = dtrx_session_fill_inputs(s);
+    if (st)
+        fprintf(stderr, "dtrexec: %s\n", dtrx_last_error());
+    return st;
+}
+
+static int write_outputs(struct dtrx_session *s, const char *dir)
+{
+    if (mkdir(dir, 0777) && errno != EEXIST) {
+        fprintf(stderr, "dtrexec: cannot create output directory '%s': %s\n", dir, strerror(errno));
+        return -1;
+    }
+    for (int i = 0; i < dtrx_session_output_count(s); i++) {
+        struct dtrx_tensor out;
+        if (dtrx_session_get_output(s, i, &out))
+            return -1;
+        struct onnx_tensor t = { .name = (char *)dtrx_session_output(s, i)->name, .dtype = out.dtype,
+                                 .rank = out.rank, .data = out.data,
+                                 .size_bytes = (size_t)dtrx_tensor_numel(&out) * dtrx_dtype_size(out.dtype) };
+        memcpy(t.dims, out.dims, sizeof t.dims);
+        char path[4096], err[512];
+        snprintf(path, sizeof path, "%s/output_%d.pb", dir, i);
+        if (onnx_tensor_save(&t, path, err, sizeof err)) {
+            fprintf(stderr, "dtrexec: %s\n", err);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int write_stats(struct dtrx_session *s, const struct run_args *a)
+{
+    FILE *f = fopen(a->stats_path, "w");
+    if (!f) {
+        fprintf(stderr, "dtrexec: cannot write statistics to '%s': %s\n", a->stats_path, strerror(errno));
+        return -1;
+    }
+    struct dtrx_stats st;
+    dtrx_session_stats(s, &st);
+    fprintf(f, "{\n  \"device\": \"%s\",\n  \"heuristic\": null,\n", a->device);
+    fprintf(f, "  \"peak_bytes\": %zu,\n  \"budget_bytes\": %zu,\n  \"pinned_bytes\": %zu,\n",
+            st.peak_bytes, st.budget_bytes, st.pinned_bytes);
+    fprintf(f, "  \"baseline_compute\": %.17g,\n  \"total_compute\": %.17g,\n  \"remat_compute\": %.17g,\n",
+            st.baseline_compute, st.total_compute, st.remat_compute);
+    fprintf(f, "  \"evictions\": %lld,\n  \"remats\": %lld,\n  \"op_calls\": %lld,\n", st.evictions,
+            st.remats, st.op_calls);
+    fprintf(f, "  \"dtr_overhead_seconds\": %.9g,\n  \"step_seconds\": [", st.dtr_overhead_seconds);
+    for (int i = 0; i < st.runs; i++)
+        fprintf(f, "%s%.9g", i ? ", " : "", st.step_seconds[i]);
+    fprintf(f, "]\n}\n");
+    if (fclose(f)) {
+        fprintf(stderr, "dtrexec: cannot write statistics to '%s'\n", a->stats_path);
+        return -1;
+    }
+    return 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    struct run_args a;
+    int rc = parse_run_args(argc, argv, &a);
+    if (rc) {
+        free_run_args(&a);
+        return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    }
+    struct dtrx_options opts;
+    dtrx_options_init(&opts);
+    opts.threads = a.threads;
+    opts.seed = a.seed;
+    opts.device = a.device;
+    struct dtrx_session *s = NULL;
+    enum dtrx_status st = dtrx_session_create(a.model, &opts, &s);
+    if (st) {
+        fprintf(stderr, "dtrexec: %s\n", dtrx_last_error());
+        free_run_args(&a);
+        return (int)st;
+    }
+    st = bind_inputs(s, &a);
+    for (int r = 0; r < a.repeat && !st; r++) {
+        st = dtrx_session_run(s);
+        if (st)
+            fprintf(stderr, "dtrexec: %s\n", dtrx_last_error());
+    }
+    if (!st && a.output_dir && write_outputs(s, a.output_dir))
+        st = DTRX_ERR_INPUT;
+    if (!st && a.stats_path && write_stats(s, &a))
+        st = DTRX_ERR_INPUT;
+    if (!st && !a.quiet) {
+        struct dtrx_stats stats;
+        dtrx_session_stats(s, &stats);
+        for (int i = 0; i < dtrx_session_output_count(s); i++) {
+            struct dtrx_tensor out;
+            dtrx_session_get_output(s, i, &out);
+            printf("output %d '%s': %s [", i, dtrx_session_output(s, i)->name, onnx_dtype_name(out.dtype));
+            for (int k = 0; k < out.rank; k++)
+                printf(k ? ",%lld" : "%lld", (long long)out.dims[k]);
+            printf("]\n");
+        }
+        printf("peak tensor memory %zu bytes, last run %.3f ms\n", stats.peak_bytes,
+               stats.runs ? 1e3 * stats.step_seconds[stats.runs - 1] : 0.0);
+    }
+    dtrx_session_destroy(s);
+    free_run_args(&a);
+    return (int)st;
+}

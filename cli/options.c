@@ -1,0 +1,41 @@
+/* cli/options.c — parsing helpers shared by the subcommands. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cli/cli.h"
+
+static const struct {
+    const char *suffix;
+    double factor;
+} size_units[] = {
+    { "", 1 }, { "B", 1 },
+    { "KB", 1e3 }, { "MB", 1e6 }, { "GB", 1e9 }, { "TB", 1e12 },
+    { "K", 1024.0 }, { "M", 1048576.0 }, { "G", 1073741824.0 },
+    { "KIB", 1024.0 }, { "MIB", 1048576.0 }, { "GIB", 1073741824.0 }, { "TIB", 1099511627776.0 },
+};
+
+int cli_parse_size(const char *text, double *bytes, double *ratio)
+{
+    char *end = NULL;
+    double v = strtod(text, &end);
+    if (end == text || !(v >= 0))
+        return -1;
+    *bytes = 0;
+    *ratio = 0;
+    if ((end[0] == 'x' || end[0] == 'X') && !end[1]) {
+        if (!(v > 0))
+            return -1;
+        *ratio = v;
+        return 0;
+    }
+    while (isspace((unsigned char)*end))
+        end++;
+    for (size_t i = 0; i < sizeof size_units / sizeof size_units[0]; i++)
+        if (!strcasecmp(end, size_units[i].suffix)) {
+            *bytes = v * size_units[i].factor;
+            return *bytes >= 1 ? 0 : -1;
+        }
+    return -1;
+}

@@ -1,0 +1,117 @@
+/* dtrexec.h — the public embedding API of dtrexec.
+ *
+ * Load an ONNX model into a session, bind inputs, run inference, read outputs
+ * and statistics. Everything an embedder needs is in this header; the structs
+ * behind the handles are private. Every call that can fail returns an
+ * enum dtrx_status and leaves a message for dtrx_last_error(): what failed,
+ * on which node, tensor or file, and what was expected.
+ *
+ * Threading: a session is used by one thread at a time; kernels inside a run
+ * use `threads` worker threads.
+ */
+#ifndef DTREXEC_H
+#define DTREXEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Numerically the process exit codes of the dtrexec command. */
+enum dtrx_status {
+    DTRX_OK = 0,
+    DTRX_ERR_INPUT = 1,     /* bad model, input, option or file */
+    DTRX_ERR_BUDGET = 2,    /* budget infeasible / out of memory */
+    DTRX_ERR_INTERNAL = 3,
+};
+
+/* The message of the last failure on this thread ("" if none). */
+const char *dtrx_last_error(void);
+
+#define DTRX_MAX_RANK 8
+
+/* Element types use the ONNX TensorProto.DataType numbers (1 = float32,
+ * 7 = int64, 9 = bool, 11 = float64, ...). */
+struct dtrx_tensor {
+    int dtype;
+    int rank;
+    int64_t dims[DTRX_MAX_RANK];
+    void *data;             /* host memory, dense row-major */
+};
+
+size_t dtrx_dtype_size(int dtype);
+int64_t dtrx_tensor_numel(const struct dtrx_tensor *t);
+
+/* Declared type of a graph input or output; dims[i] is -1 where the shape is
+ * symbolic (dim_names[i] then names it, or is NULL). */
+struct dtrx_value_desc {
+    const char *name;
+    int dtype;
+    int rank;               /* -1 when undeclared */
+    int64_t dims[DTRX_MAX_RANK];
+    const char *dim_names[DTRX_MAX_RANK];
+};
+
+struct dtrx_options {
+    int threads;            /* 0: the machine's core count */
+    uint64_t seed;          /* random inputs, Dropout masks */
+    const char *device;     /* "cpu" (default) or "cuda" */
+};
+
+void dtrx_options_init(struct dtrx_options *o);
+
+struct dtrx_session;
+
+enum dtrx_status dtrx_session_create(const char *model_path, const struct dtrx_options *opts,
+                                     struct dtrx_session **out);
+void dtrx_session_destroy(struct dtrx_session *s);
+
+int dtrx_session_input_count(const struct dtrx_session *s);
+int dtrx_session_output_count(const struct dtrx_session *s);
+const struct dtrx_value_desc *dtrx_session_input(const struct dtrx_session *s, int i);
+const struct dtrx_value_desc *dtrx_session_output(const struct dtrx_session *s, int i);
+/* Index of the graph input called `name`, or -1. */
+int dtrx_session_input_index(const struct dtrx_session *s, const char *name);
+
+/* Binds a symbolic dimension for inputs that are not given explicitly. */
+enum dtrx_status dtrx_session_bind_dim(struct dtrx_session *s, const char *name, int64_t value);
+
+/* Copies `t` in as graph input `index`; its dtype and the declared fixed
+ * dimensions are checked. */
+enum dtrx_status dtrx_session_set_input(struct dtrx_session *s, int index, const struct dtrx_tensor *t);
+/* Fills every input that was not set with seeded random data of its declared
+ * shape (symbolic dimensions must have been bound). */
+enum dtrx_status dtrx_session_fill_inputs(struct dtrx_session *s);
+
+/* Runs the graph once. */
+enum dtrx_status dtrx_session_run(struct dtrx_session *s);
+
+/* Output `index` of the last run; the data stays valid until the next run or
+ * the session's end. */
+enum dtrx_status dtrx_session_get_output(const struct dtrx_session *s, int index,
+                                         struct dtrx_tensor *out);
+
+struct dtrx_stats {
+    size_t peak_bytes;      /* tensor-memory high-water mark */
+    size_t budget_bytes;    /* 0: unlimited */
+    size_t pinned_bytes;    /* constants: weights and inputs */
+    double baseline_compute; /* cost-model units (FLOPs) of one run */
+    double total_compute;
+    double remat_compute;
+    double dtr_overhead_seconds;
+    long long evictions;
+    long long remats;
+    long long op_calls;
+    int runs;
+    double *step_seconds;   /* `runs` entries, owned by the session */
+};
+
+void dtrx_session_stats(const struct dtrx_session *s, struct dtrx_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,108 @@
+/* runtime/interp.c — runs the plan: calls in topological order, each value
+ * released after its last consumer, graph outputs kept until the next run. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/runtime-impl.h"
+
+enum dtrx_status rt_value_alloc(struct dtrx_session *s, struct rt_value *v)
+{
+    size_t bytes = tensor_size_bytes(&v->t);
+    struct rt_storage *st = calloc(1, sizeof *st);
+    void *data = st ? rt_arena_alloc(&s->arena, bytes) : NULL;
+    if (!data) {
+        free(st);
+        return rt_fail(DTRX_ERR_BUDGET, "out of memory allocating %zu bytes for '%s' (%zu bytes in use)",
+                       bytes, v->name, s->arena.in_use_bytes);
+    }
+    st->data = data;
+    st->size_bytes = bytes;
+    st->refs = 1;
+    v->storage = st;
+    v->t.data = data;
+    return DTRX_OK;
+}
+
+void rt_value_release(struct dtrx_session *s, struct rt_value *v)
+{
+    struct rt_storage *st = v->storage;
+    if (!st)
+        return;
+    v->storage = NULL;
+    v->t.data = NULL;
+    if (--st->refs == 0) {
+        rt_arena_free(&s->arena, st->data, st->size_bytes);
+        free(st);
+    }
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Drops the results of the previous run so that every run starts from the
+ * constants alone. */
+static void release_intermediates(struct dtrx_session *s)
+{
+    for (int i = 0; i < s->n_values; i++)
+        if (s->values[i].kind == RT_VALUE_INTERMEDIATE)
+            rt_value_release(s, &s->values[i]);
+}
+
+static enum dtrx_status record_step(struct dtrx_session *s, double seconds)
+{
+    if (s->stats.runs == s->step_capacity) {
+        int cap = s->step_capacity ? s->step_capacity * 2 : 16;
+        double *p = realloc(s->stats.step_seconds, sizeof *p * (size_t)cap);
+        if (!p)
+            return rt_fail(DTRX_ERR_INTERNAL, "out of host memory recording step times");
+        s->stats.step_seconds = p;
+        s->step_capacity = cap;
+    }
+    s->stats.step_seconds[s->stats.runs++] = seconds;
+    return DTRX_OK;
+}
+
+enum dtrx_status dtrx_session_run(struct dtrx_session *s)
+{
+    for (int i = 0; i < s->n_inputs; i++)
+        if (!s->values[s->input_values[i]].storage)
+            return rt_fail(DTRX_ERR_INPUT, "graph input '%s' has no value (give it with --input)",
+                           s->values[s->input_values[i]].name);
+    release_intermediates(s);
+    for (int i = 0; i < s->n_values; i++)
+        s->values[i].remaining = s->values[i].consumers;
+
+    double compute_before = s->stats.total_compute;
+    double t0 = now_seconds();
+    enum dtrx_status st = DTRX_OK;
+    for (int k = 0; k < s->n_calls && !st; k++) {
+        struct rt_call *c = &s->calls[k];
+        st = rt_call_exec(s, c);
+        for (int i = 0; i < c->n_in && !st; i++) {
+            if (c->in[i] < 0)
+                continue;
+            struct rt_value *v = &s->values[c->in[i]];
+            if (--v->remaining == 0 && v->kind == RT_VALUE_INTERMEDIATE && !v->is_output)
+                rt_value_release(s, v);
+        }
+        /* Outputs nobody reads are dropped at once. */
+        for (int i = 0; i < c->n_out && !st; i++) {
+            if (c->out[i] < 0)
+                continue;
+            struct rt_value *v = &s->values[c->out[i]];
+            if (!v->consumers && !v->is_output)
+                rt_value_release(s, v);
+        }
+    }
+    if (st) {
+        release_intermediates(s);
+        return st;
+    }
+    s->stats.baseline_compute = s->stats.total_compute - compute_before;
+    return record_step(s, now_seconds() - t0);
+}

@@ -1,0 +1,163 @@
+/* runtime/plan.c — turns a loaded graph into values and operator closures:
+ * every name becomes a value, every node a call resolved against the
+ * registry at the model's opset, with its attributes parsed once. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/names.h"
+#include "runtime/runtime-impl.h"
+
+static void value_desc_from_info(struct dtrx_value_desc *d, const struct onnx_value_info *vi)
+{
+    d->name = vi->name;
+    d->dtype = vi->elem_type;
+    d->rank = vi->rank;
+    for (int i = 0; i < vi->rank && i < DTRX_MAX_RANK; i++) {
+        d->dims[i] = vi->dims[i];
+        d->dim_names[i] = vi->dim_params[i];
+    }
+}
+
+static int new_value(struct dtrx_session *s, struct rt_names *names, const char *name, int kind)
+{
+    int id = s->n_values++;
+    struct rt_value *v = &s->values[id];
+    memset(v, 0, sizeof *v);
+    v->name = name;
+    v->kind = kind;
+    rt_names_put(names, name, id);
+    return id;
+}
+
+/* Initializers become resident storages in the arena: parameters count
+ * against the budget like every other tensor. */
+static enum dtrx_status load_initializer(struct dtrx_session *s, struct rt_value *v,
+                                         const struct onnx_tensor *init)
+{
+    v->t.dtype = init->dtype;
+    v->t.rank = init->rank;
+    memcpy(v->t.dims, init->dims, sizeof v->t.dims);
+    if (!onnx_dtype_size(init->dtype))
+        return rt_fail(DTRX_ERR_INPUT, "initializer '%s': element type %s is not supported",
+                       init->name, onnx_dtype_name(init->dtype));
+    enum dtrx_status st = rt_value_alloc(s, v);
+    if (st)
+        return st;
+    memcpy(v->t.data, init->data, tensor_size_bytes(&v->t));
+    return DTRX_OK;
+}
+
+static enum dtrx_status build_call(struct dtrx_session *s, struct rt_names *names,
+                                   const struct onnx_node *n, struct rt_call *c)
+{
+    int64_t opset = onnx_model_opset(s->model, n->domain);
+    const char *domain_shown = n->domain[0] ? n->domain : "ai.onnx";
+    c->name = n->name;
+    c->def = op_registry_find(n->domain, n->op_type, opset, &c->version);
+    if (!c->def)
+        return rt_fail(DTRX_ERR_INPUT, "node '%s': unsupported operator %s (domain %s, opset %lld)",
+                       n->name, n->op_type, domain_shown, (long long)opset);
+    const struct op_def *d = c->def;
+    if (n->n_inputs < d->min_in || (d->max_in != OP_VARIADIC && n->n_inputs > d->max_in))
+        return rt_fail(DTRX_ERR_INPUT, "node '%s' (%s): %d inputs, expected %d..%d", n->name,
+                       n->op_type, n->n_inputs, d->min_in, d->max_in);
+    if (n->n_outputs < d->min_out || (d->max_out != OP_VARIADIC && n->n_outputs > d->max_out))
+        return rt_fail(DTRX_ERR_INPUT, "node '%s' (%s): %d outputs, expected %d..%d", n->name,
+                       n->op_type, n->n_outputs, d->min_out, d->max_out);
+    if (d->parse) {
+        char err[512] = "";
+        if (d->parse(n, c->version, &c->params, err, sizeof err))
+            return rt_fail(DTRX_ERR_INPUT, "node '%s' (%s): %s", n->name, n->op_type, err);
+    }
+    c->n_in = n->n_inputs;
+    c->n_out = n->n_outputs;
+    c->in = malloc(sizeof(int) * (size_t)(c->n_in + 1));
+    c->out = malloc(sizeof(int) * (size_t)(c->n_out + 1));
+    if (!c->in || !c->out)
+        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory building node '%s'", n->name);
+    for (int i = 0; i < n->n_inputs; i++) {
+        if (!n->inputs[i][0]) {
+            c->in[i] = -1;
+            continue;
+        }
+        int id = rt_names_get(names, n->inputs[i]);
+        if (id < 0)
+            return rt_fail(DTRX_ERR_INPUT, "node '%s': input '%s' is produced by no node, input or initializer",
+                           n->name, n->inputs[i]);
+        c->in[i] = id;
+        s->values[id].consumers++;
+    }
+    for (int i = 0; i < n->n_outputs; i++) {
+        if (!n->outputs[i][0]) {
+            c->out[i] = -1;
+            continue;
+        }
+        if (rt_names_get(names, n->outputs[i]) >= 0)
+            return rt_fail(DTRX_ERR_INPUT, "node '%s': value '%s' is produced twice", n->name,
+                           n->outputs[i]);
+        c->out[i] = new_value(s, names, n->outputs[i], RT_VALUE_INTERMEDIATE);
+    }
+    return DTRX_OK;
+}
+
+enum dtrx_status rt_plan_build(struct dtrx_session *s)
+{
+    const struct onnx_graph *g = s->model->graph;
+    int cap = g->n_initializers + g->n_inputs;
+    for (int i = 0; i < g->n_nodes; i++)
+        cap += g->nodes[i].n_outputs;
+    s->values = calloc((size_t)cap + 1, sizeof *s->values);
+    s->calls = calloc((size_t)g->n_nodes + 1, sizeof *s->calls);
+    s->input_values = calloc((size_t)g->n_inputs + 1, sizeof(int));
+    s->input_desc = calloc((size_t)g->n_inputs + 1, sizeof *s->input_desc);
+    s->input_set = calloc((size_t)g->n_inputs + 1, sizeof(int));
+    s->output_values = calloc((size_t)g->n_outputs + 1, sizeof(int));
+    s->output_desc = calloc((size_t)g->n_outputs + 1, sizeof *s->output_desc);
+    struct rt_names names;
+    if (!s->values || !s->calls || !s->input_values || !s->input_desc || !s->input_set ||
+        !s->output_values || !s->output_desc || rt_names_init(&names, cap))
+        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory building the plan");
+
+    enum dtrx_status st = DTRX_OK;
+    for (int i = 0; i < g->n_initializers && !st; i++) {
+        const struct onnx_tensor *init = &g->initializers[i];
+        if (rt_names_get(&names, init->name) >= 0) {
+            st = rt_fail(DTRX_ERR_INPUT, "initializer '%s' is defined twice", init->name);
+            break;
+        }
+        int id = new_value(s, &names, init->name, RT_VALUE_INITIALIZER);
+        st = load_initializer(s, &s->values[id], init);
+    }
+    for (int i = 0; i < g->n_inputs && !st; i++) {
+        const struct onnx_value_info *vi = &g->inputs[i];
+        if (rt_names_get(&names, vi->name) >= 0) {
+            st = rt_fail(DTRX_ERR_INPUT, "graph input '%s' is defined twice", vi->name);
+            break;
+        }
+        if (vi->kind != ONNX_VALUE_TENSOR) {
+            st = rt_fail(DTRX_ERR_INPUT, "graph input '%s': only tensor inputs are supported", vi->name);
+            break;
+        }
+        s->input_values[s->n_inputs] = new_value(s, &names, vi->name, RT_VALUE_INPUT);
+        value_desc_from_info(&s->input_desc[s->n_inputs], vi);
+        s->n_inputs++;
+    }
+    for (int i = 0; i < g->n_nodes && !st; i++) {
+        st = build_call(s, &names, &g->nodes[i], &s->calls[i]);
+        s->n_calls = i + 1;
+    }
+    for (int i = 0; i < g->n_outputs && !st; i++) {
+        const struct onnx_value_info *vi = &g->outputs[i];
+        int id = rt_names_get(&names, vi->name);
+        if (id < 0) {
+            st = rt_fail(DTRX_ERR_INPUT, "graph output '%s' is produced by no node", vi->name);
+            break;
+        }
+        s->values[id].is_output = 1;
+        s->output_values[i] = id;
+        value_desc_from_info(&s->output_desc[i], vi);
+        s->n_outputs = i + 1;
+    }
+    rt_names_free(&names);
+    return st;
+}

@@ -1,0 +1,108 @@
+/* runtime-impl.h — the runtime's private structures: the arena, values,
+ * operator closures and the session. Only the runtime's own sources include this. */
+#ifndef DTRX_RUNTIME_IMPL_H
+#define DTRX_RUNTIME_IMPL_H
+
+#include "onnx/onnx.h"
+#include "ops/ops.h"
+#include "runtime/dtrexec.h"
+
+/* Records the message for dtrx_last_error() and returns `status`. */
+enum dtrx_status rt_fail(enum dtrx_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Tensor memory. With budget_bytes == 0 the arena is unlimited and hands out
+ * backend allocations while counting bytes; the budgeted arena comes with DTR. */
+struct rt_arena {
+    const struct backend *backend;
+    size_t budget_bytes;
+    size_t in_use_bytes;
+    size_t peak_bytes;
+};
+
+void *rt_arena_alloc(struct rt_arena *a, size_t bytes);
+void rt_arena_free(struct rt_arena *a, void *ptr, size_t bytes);
+
+/* Memory shared by a value and its aliases; `refs` counts the values that
+ * point into it. */
+struct rt_storage {
+    void *data;
+    size_t size_bytes;
+    int refs;
+};
+
+enum rt_value_kind {
+    RT_VALUE_INTERMEDIATE = 0,
+    RT_VALUE_INITIALIZER,
+    RT_VALUE_INPUT,
+};
+
+struct rt_value {
+    const char *name;
+    int kind;                      /* enum rt_value_kind */
+    struct tensor t;               /* shape, dtype and data (NULL when not resident) */
+    struct rt_storage *storage;
+    int consumers;                 /* call inputs reading this value in the plan */
+    int remaining;                 /* consumers still to run in the current pass */
+    int is_output;                 /* a graph output: kept to the end of the run */
+};
+
+/* One operator call, as a closure over value indices: what the interpreter,
+ * tracing and (later) DTR replay. */
+struct rt_call {
+    const struct op_def *def;
+    int version;
+    void *params;
+    const char *name;
+    int n_in;
+    int *in;                       /* value index, -1 for an omitted input */
+    int n_out;
+    int *out;                      /* value index, -1 for an omitted output */
+    double cost_flops;             /* of its last execution */
+};
+
+struct rt_dim_binding {
+    char *name;
+    int64_t value;
+};
+
+struct dtrx_session {
+    struct onnx_model *model;
+    struct dtrx_options opts;
+
+    int n_values;
+    struct rt_value *values;
+    int n_calls;
+    struct rt_call *calls;
+
+    int n_inputs;
+    int *input_values;
+    struct dtrx_value_desc *input_desc;
+    int *input_set;                /* 1 once bound by set_input */
+    int n_outputs;
+    int *output_values;
+    struct dtrx_value_desc *output_desc;
+
+    int n_dims;
+    struct rt_dim_binding *dims;
+
+    struct rt_arena arena;
+    struct op_env env;
+    char op_err[1024];
+
+    struct dtrx_stats stats;
+    int step_capacity;
+};
+
+/* Builds values and calls from the model's graph (session.c). */
+enum dtrx_status rt_plan_build(struct dtrx_session *s);
+
+/* The one interposition point: every operator call of the runtime — forward,
+ * and later backward, optimizer and recomputation — runs through here. */
+enum dtrx_status rt_call_exec(struct dtrx_session *s, struct rt_call *c);
+
+/* Value memory (interp.c). */
+enum dtrx_status rt_value_alloc(struct dtrx_session *s, struct rt_value *v);
+void rt_value_release(struct dtrx_session *s, struct rt_value *v);
+
+#endif

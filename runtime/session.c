@@ -1,0 +1,231 @@
+/* runtime/session.c — the embedding API: session life cycle, inputs,
+ * outputs and statistics. */
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cblas.h>
+
+#include "runtime/runtime-impl.h"
+
+size_t dtrx_dtype_size(int dtype) { return onnx_dtype_size(dtype); }
+
+int64_t dtrx_tensor_numel(const struct dtrx_tensor *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++)
+        n *= t->dims[i];
+    return n;
+}
+
+void dtrx_options_init(struct dtrx_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->device = "cpu";
+}
+
+/* Kernel scratch memory comes from the arena like every tensor; a small
+ * header remembers the size so that scratch_free needs only the pointer. */
+struct scratch_header {
+    size_t bytes;
+    size_t pad[7];                 /* keeps the payload 64-byte aligned */
+};
+
+static void *env_scratch_alloc(void *ctx, size_t bytes)
+{
+    struct dtrx_session *s = ctx;
+    struct scratch_header *h = rt_arena_alloc(&s->arena, bytes + sizeof *h);
+    if (!h)
+        return NULL;
+    h->bytes = bytes + sizeof *h;
+    return h + 1;
+}
+
+static void env_scratch_free(void *ctx, void *ptr)
+{
+    struct dtrx_session *s = ctx;
+    if (!ptr)
+        return;
+    struct scratch_header *h = (struct scratch_header *)ptr - 1;
+    rt_arena_free(&s->arena, h, h->bytes);
+}
+
+static void set_threads(int threads)
+{
+    omp_set_num_threads(threads);
+    openblas_set_num_threads(threads);
+}
+
+enum dtrx_status dtrx_session_create(const char *model_path, const struct dtrx_options *opts,
+                                     struct dtrx_session **out)
+{
+    *out = NULL;
+    struct dtrx_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+    if (opts)
+        s->opts = *opts;
+    else
+        dtrx_options_init(&s->opts);
+    if (!s->opts.device)
+        s->opts.device = "cpu";
+    if (strcmp(s->opts.device, "cpu")) {
+        enum dtrx_status st = rt_fail(DTRX_ERR_INPUT, "device '%s' is not available (this build runs on: cpu)",
+                                      s->opts.device);
+        free(s);
+        return st;
+    }
+    if (s->opts.threads <= 0)
+        s->opts.threads = omp_get_num_procs();
+    set_threads(s->opts.threads);
+
+    s->arena.backend = &backend_cpu;
+    s->env = (struct op_env){
+        .ctx = s, .scratch_alloc = env_scratch_alloc, .scratch_free = env_scratch_free,
+        .backend = &backend_cpu, .threads = s->opts.threads, .seed = s->opts.seed,
+        .err = s->op_err, .err_size = sizeof s->op_err,
+    };
+
+    char err[1024] = "";
+    if (onnx_model_load(model_path, &s->model, err, sizeof err)) {
+        free(s);
+        return rt_fail(DTRX_ERR_INPUT, "%s", err);
+    }
+    enum dtrx_status st = rt_plan_build(s);
+    if (st) {
+        dtrx_session_destroy(s);
+        return st;
+    }
+    s->stats.pinned_bytes = s->arena.in_use_bytes;
+    *out = s;
+    return DTRX_OK;
+}
+
+void dtrx_session_destroy(struct dtrx_session *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->n_values; i++)
+        rt_value_release(s, &s->values[i]);
+    for (int i = 0; i < s->n_calls; i++) {
+        struct rt_call *c = &s->calls[i];
+        if (c->params) {
+            if (c->def->params_free)
+                c->def->params_free(c->params);
+            else
+                free(c->params);
+        }
+        free(c->in);
+        free(c->out);
+    }
+    for (int i = 0; i < s->n_dims; i++)
+        free(s->dims[i].name);
+    free(s->dims);
+    free(s->calls);
+    free(s->values);
+    free(s->input_values);
+    free(s->input_desc);
+    free(s->input_set);
+    free(s->output_values);
+    free(s->output_desc);
+    free(s->stats.step_seconds);
+    onnx_model_free(s->model);
+    free(s);
+}
+
+int dtrx_session_input_count(const struct dtrx_session *s) { return s->n_inputs; }
+int dtrx_session_output_count(const struct dtrx_session *s) { return s->n_outputs; }
+
+const struct dtrx_value_desc *dtrx_session_input(const struct dtrx_session *s, int i)
+{
+    return i >= 0 && i < s->n_inputs ? &s->input_desc[i] : NULL;
+}
+
+const struct dtrx_value_desc *dtrx_session_output(const struct dtrx_session *s, int i)
+{
+    return i >= 0 && i < s->n_outputs ? &s->output_desc[i] : NULL;
+}
+
+int dtrx_session_input_index(const struct dtrx_session *s, const char *name)
+{
+    for (int i = 0; i < s->n_inputs; i++)
+        if (!strcmp(s->input_desc[i].name, name))
+            return i;
+    return -1;
+}
+
+enum dtrx_status dtrx_session_bind_dim(struct dtrx_session *s, const char *name, int64_t value)
+{
+    if (value <= 0)
+        return rt_fail(DTRX_ERR_INPUT, "dimension '%s' must be positive, got %lld", name, (long long)value);
+    for (int i = 0; i < s->n_dims; i++)
+        if (!strcmp(s->dims[i].name, name)) {
+            s->dims[i].value = value;
+            return DTRX_OK;
+        }
+    struct rt_dim_binding *d = realloc(s->dims, sizeof *d * (size_t)(s->n_dims + 1));
+    if (!d)
+        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+    s->dims = d;
+    d[s->n_dims].name = strdup(name);
+    d[s->n_dims].value = value;
+    if (!d[s->n_dims].name)
+        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+    s->n_dims++;
+    return DTRX_OK;
+}
+
+enum dtrx_status dtrx_session_set_input(struct dtrx_session *s, int index, const struct dtrx_tensor *t)
+{
+    if (index < 0 || index >= s->n_inputs)
+        return rt_fail(DTRX_ERR_INPUT, "input index %d out of range (the model has %d inputs)", index,
+                       s->n_inputs);
+    const struct dtrx_value_desc *d = &s->input_desc[index];
+    if (d->dtype && t->dtype != d->dtype)
+        return rt_fail(DTRX_ERR_INPUT, "input '%s': element type %s given, %s expected", d->name,
+                       onnx_dtype_name(t->dtype), onnx_dtype_name(d->dtype));
+    if (t->rank < 0 || t->rank > DTRX_MAX_RANK)
+        return rt_fail(DTRX_ERR_INPUT, "input '%s': rank %d is not supported", d->name, t->rank);
+    if (d->rank >= 0) {
+        if (t->rank != d->rank)
+            return rt_fail(DTRX_ERR_INPUT, "input '%s': rank %d given, the model declares rank %d",
+                           d->name, t->rank, d->rank);
+        for (int i = 0; i < d->rank; i++)
+            if (d->dims[i] >= 0 && t->dims[i] != d->dims[i])
+                return rt_fail(DTRX_ERR_INPUT,
+                               "input '%s': dimension %d is %lld, the model declares %lld", d->name, i,
+                               (long long)t->dims[i], (long long)d->dims[i]);
+    }
+    struct rt_value *v = &s->values[s->input_values[index]];
+    rt_value_release(s, v);
+    v->t.dtype = t->dtype;
+    v->t.rank = t->rank;
+    memcpy(v->t.dims, t->dims, sizeof v->t.dims);
+    enum dtrx_status st = rt_value_alloc(s, v);
+    if (st)
+        return st;
+    memcpy(v->t.data, t->data, tensor_size_bytes(&v->t));
+    s->input_set[index] = 1;
+    s->stats.pinned_bytes = s->arena.in_use_bytes;
+    return DTRX_OK;
+}
+
+enum dtrx_status dtrx_session_get_output(const struct dtrx_session *s, int index, struct dtrx_tensor *out)
+{
+    if (index < 0 || index >= s->n_outputs)
+        return rt_fail(DTRX_ERR_INPUT, "output index %d out of range", index);
+    const struct rt_value *v = &s->values[s->output_values[index]];
+    if (!v->storage)
+        return rt_fail(DTRX_ERR_INPUT, "output '%s' has no value: run the session first", v->name);
+    out->dtype = v->t.dtype;
+    out->rank = v->t.rank;
+    memcpy(out->dims, v->t.dims, sizeof out->dims);
+    out->data = v->t.data;
+    return DTRX_OK;
+}
+
+void dtrx_session_stats(const struct dtrx_session *s, struct dtrx_stats *out)
+{
+    *out = s->stats;
+    out->peak_bytes = s->arena.peak_bytes;
+    out->budget_bytes = s->arena.budget_bytes;
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs everything dtrexec needs to build and test on a fresh Debian
+# machine: compilers and libraries from apt, Python packages for test-data
+# generation and reference checks from pip. Safe to run again.
+set -euo pipefail
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO="sudo"
+need=""
+for pkg in build-essential cmake pkg-config protobuf-c-compiler libprotobuf-c-dev libonnx-dev \
+           check libsubunit-dev libopenblas-dev libdnnl-dev python3 python3-pip; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need="$need $pkg"
+done
+if [ -n "$need" ]; then
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $need >/dev/null
+fi
+PY=${PYTHON:-python3}
+if ! $PY -c "import numpy, onnx, onnxruntime" 2>/dev/null; then
+  $PY -m pip install -q --disable-pip-version-check numpy onnx onnxruntime 2>&1 | grep -v "Running pip as the 'root' user" || true
+  $PY -c "import numpy, onnx, onnxruntime"
+fi
