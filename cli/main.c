@@ -13,6 +13,7 @@ struct subcommand {
 
 static const struct subcommand subcommands[] = {
     { "check", cmd_check, "run ONNX test-data folders (model.onnx + test_data_set_*)" },
+    { "ops", cmd_ops, "list the operators and opset versions implemented" },
 };
 
 static void usage(FILE *f)
