@@ -17,6 +17,8 @@
 #include <stdint.h>
 
 #define ONNX_MAX_RANK 8
+/* If/Loop/Scan bodies nested deeper than this are refused (no unbounded recursion). */
+#define ONNX_MAX_SUBGRAPH_DEPTH 64
 
 /* TensorProto.DataType values, kept numerically identical to ONNX. */
 enum onnx_dtype {
@@ -133,6 +135,16 @@ struct onnx_graph {
     struct onnx_value_info *outputs;
     int n_value_info;
     struct onnx_value_info *value_info;
+    /* Graph inputs that also have an initializer of the same name: the
+     * initializer is an overridable default (a caller may feed the input).
+     * They are not in `inputs`; IR 3 files list every initializer here. */
+    int n_default_inputs;
+    struct onnx_value_info *default_inputs;
+    /* Names this graph (or a graph nested in it) reads from enclosing scopes
+     * without defining them: the implicit inputs of an If/Loop/Scan node.
+     * Always 0 for the main graph. */
+    int n_outer_refs;
+    char **outer_refs;
 };
 
 struct onnx_opset {
