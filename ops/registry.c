@@ -8,8 +8,16 @@
 #define OPS_LIST(X) \
     /* elementwise, comparison, reduction, softmax family */ \
     /* nn: conv, pool, normalization, gemm/matmul */ \
+    X(op_conv) \
+    X(op_gemm) \
+    X(op_matmul) \
     /* shape and data movement */ \
-    /* recurrent and losses */
+    /* recurrent and losses */ \
+    X(op_lstm) \
+    X(op_gru) \
+    X(op_rnn) \
+    X(op_softmax_cross_entropy_loss) \
+    X(op_negative_log_likelihood_loss)
 
 #define OP_DECLARE(sym) extern const struct op_def sym;
 #define OP_ENTRY(sym) &sym,

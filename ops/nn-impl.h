@@ -1,0 +1,188 @@
+/* ops/nn-impl.h — internals shared by the nn family (conv, conv_transpose,
+ * gemm/matmul, pooling, batch/layer normalization) and, later, by their
+ * gradient kernels (ConvGradData/ConvGradWeight, MaxPoolGrad, BatchNormGrad,
+ * LayerNormGrad), which sit beside the forward kernels and reuse the same
+ * window geometry, attribute parsing and compute helpers.
+ *
+ * Spatial geometry is always held as 3-D (D, H, W): a 1-D or 2-D op gets
+ * leading unit dimensions (size 1, kernel 1, stride 1, no padding), so that
+ * one loop nest serves every rank; `nsp` remembers the model's own rank for
+ * shapes and for oneDNN descriptors.
+ *
+ * Not for use outside ops/.
+ */
+#ifndef DTRX_OPS_NN_IMPL_H
+#define DTRX_OPS_NN_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include "ops/ops.h"
+
+#define NN_MAX_SPATIAL 3
+
+enum nn_auto_pad {
+    NN_AUTO_PAD_NOTSET = 0,
+    NN_AUTO_PAD_SAME_UPPER,
+    NN_AUTO_PAD_SAME_LOWER,
+    NN_AUTO_PAD_VALID,
+};
+
+/* Window attributes as written on the node (model rank, not padded to 3-D).
+ * Entries that the node leaves out are 0 (kernel_shape) or defaults. */
+struct nn_window_attrs {
+    int auto_pad;                      /* enum nn_auto_pad */
+    int n_kernel;                      /* entries in kernel (0: from the weights) */
+    int64_t kernel[NN_MAX_SPATIAL];
+    int n_strides, n_dilations, n_pads;
+    int64_t strides[NN_MAX_SPATIAL];
+    int64_t dilations[NN_MAX_SPATIAL];
+    int64_t pads[2 * NN_MAX_SPATIAL];  /* begins then ends, as in ONNX */
+    int ceil_mode;
+};
+
+/* Resolved geometry of one call, padded to 3-D. */
+struct nn_geom {
+    int64_t nsp;                       /* the op's own spatial rank, 1..3 (int64: no
+                                        * padding bytes, the struct is hashed as a key) */
+    int64_t n, c, m, group;            /* batch, input channels, output channels, groups */
+    int64_t in[3], k[3], out[3];
+    int64_t stride[3], dil[3], pad_lo[3], pad_hi[3];
+};
+
+static inline int64_t nn_geom_in_size(const struct nn_geom *g)
+{
+    return g->in[0] * g->in[1] * g->in[2];
+}
+
+static inline int64_t nn_geom_out_size(const struct nn_geom *g)
+{
+    return g->out[0] * g->out[1] * g->out[2];
+}
+
+static inline int64_t nn_geom_k_size(const struct nn_geom *g)
+{
+    return g->k[0] * g->k[1] * g->k[2];
+}
+
+/* ---- attribute parsing and geometry (conv.c) ---------------------------- */
+
+/* Reads auto_pad, kernel_shape, strides, dilations, pads and ceil_mode.
+ * Returns -1 with a message naming the node and attribute on bad values. */
+int nn_window_attrs_parse(const struct onnx_node *node, struct nn_window_attrs *a,
+                          char *err, size_t err_size);
+
+/* Fills g->in/k/stride/dil/pad/out from the input's spatial dims (x dims
+ * 2..rank-1) and the kernel's spatial size. `is_pool` selects pooling's
+ * output rule (ceil_mode, and SAME ignoring dilation as onnx does for pools).
+ * Returns -1 with a message in c's error buffer on inconsistent attributes. */
+int nn_geom_resolve(const struct op_call *c, const struct nn_window_attrs *a,
+                    const struct tensor *x, const int64_t *kernel_spatial,
+                    int is_pool, struct nn_geom *g);
+
+/* Scratch helpers: memory that counts against the budget; NULL when none. */
+static inline void *nn_scratch_alloc(const struct op_call *c, size_t bytes)
+{
+    if (!c->env || !c->env->scratch_alloc)
+        return NULL;
+    return c->env->scratch_alloc(c->env->ctx, bytes ? bytes : 1);
+}
+
+static inline void nn_scratch_free(const struct op_call *c, void *p)
+{
+    if (p && c->env && c->env->scratch_free)
+        c->env->scratch_free(c->env->ctx, p);
+}
+
+/* ---- compute helpers (float32, NCDHW) ----------------------------------- */
+
+/* Convolution forward: y[n, m, out] = sum over (c/group, k) of x * w, plus b.
+ * x: [n, c, in], w: [m, c/group, k], b: [m] or NULL, y: [n, m, out].
+ * Chooses oneDNN or im2col+sgemm per shape (see conv.c for why). */
+int nn_conv_forward(const struct op_call *c, const struct nn_geom *g,
+                    const float *x, const float *w, const float *b, float *y);
+
+/* The im2col + sgemm path, forced (for tests and measurements). */
+int nn_conv_forward_gemm(const struct op_call *c, const struct nn_geom *g,
+                         const float *x, const float *w, const float *b, float *y);
+
+/* The oneDNN paths, forced: on the plain layouts, and through oneDNN's
+ * blocked layouts with reorders; and the implementation oneDNN chose. */
+int nn_conv_forward_dnnl(const struct op_call *c, const struct nn_geom *g,
+                         const float *x, const float *w, const float *b, float *y);
+int nn_conv_forward_dnnl_blocked(const struct op_call *c, const struct nn_geom *g,
+                                 const float *x, const float *w, const float *b, float *y);
+const char *nn_conv_dnnl_impl(const struct nn_geom *g, int has_bias, int blocked);
+
+/* im2col of one image and one group: col[(ci, kd, kh, kw), (od, oh, ow)],
+ * zeros where the window falls into padding. */
+void nn_im2col(const struct nn_geom *g, const float *x, int64_t cg, float *col);
+/* The adjoint: adds col back into x (x must be zeroed by the caller). */
+void nn_col2im(const struct nn_geom *g, const float *col, int64_t cg, float *x);
+
+/* Pooling. Geometry has c == m == channels, group unused. */
+enum nn_pool_kind { NN_POOL_MAX = 0, NN_POOL_AVG_EXCLUDE_PAD, NN_POOL_AVG_INCLUDE_PAD };
+
+/* Max pooling of any of float/int8/uint8; indices (may be NULL) receive the
+ * flattened input index of each maximum (storage_order 1: column-major
+ * spatial order, as onnx defines). */
+int nn_maxpool_forward(const struct op_call *c, const struct nn_geom *g, int dtype,
+                       const void *x, void *y, int64_t *indices, int storage_order);
+int nn_avgpool_forward(const struct op_call *c, const struct nn_geom *g,
+                       int count_include_pad, const float *x, float *y);
+
+/* Batch normalization, inference: y = (x - mean) / sqrt(var + eps) * scale + bias.
+ * x, y: [n, ch, spatial]. */
+void nn_batchnorm_inference(int64_t n, int64_t ch, int64_t spatial, const float *x,
+                            const float *scale, const float *bias, const float *mean,
+                            const float *var, float eps, float *y);
+/* Training: batch statistics (biased variance) into batch_mean/batch_var,
+ * then normalises with them. */
+void nn_batchnorm_training(int64_t n, int64_t ch, int64_t spatial, const float *x,
+                           const float *scale, const float *bias, float eps, float *y,
+                           float *batch_mean, float *batch_var);
+
+/* Layer normalization over rows of length `cols`: y = (x - mean) * inv_std * scale + bias.
+ * scale/bias have `cols` entries (bias may be NULL); mean/inv_std may be NULL. */
+void nn_layernorm_forward(int64_t rows, int64_t cols, const float *x, const float *scale,
+                          const float *bias, float eps, float *y, float *mean,
+                          float *inv_std);
+
+/* ---- small GEMM wrappers (gemm.c) --------------------------------------- */
+
+/* C[m,n] = alpha * op(A) op(B) + beta * C, row-major, through OpenBLAS. */
+void nn_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+              const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+              float *cm, int64_t ldc);
+
+/* ---- oneDNN (dnnl.c) ------------------------------------------------------ */
+
+/* Builds the primitive descriptor for the key (the caller's struct, read
+ * back by its own build function) with the given attributes. */
+typedef dnnl_status_t (*nn_dnnl_build_fn)(const void *key, dnnl_engine_t engine,
+                                          const_dnnl_primitive_attr_t attr,
+                                          dnnl_primitive_desc_t *pd);
+
+struct nn_dnnl_arg {
+    int arg;                           /* DNNL_ARG_SRC, ... */
+    const dnnl_memory_desc_t *md;      /* NULL: the primitive's own for `arg` */
+    void *data;
+};
+
+/* Finds (or builds and caches) the primitive for `key` and executes it on the
+ * arguments; the scratchpad comes from c's scratch allocator. The key's bytes
+ * are compared, so zero its padding. 0, or -1 with a message. */
+int nn_dnnl_run(const struct op_call *c, const void *key, size_t key_len,
+                nn_dnnl_build_fn build, int nargs, const struct nn_dnnl_arg *args);
+/* The memory descriptor the (cached or newly built) primitive expects for
+ * argument `arg`. 0, or -1 with a message. */
+int nn_dnnl_arg_md(const struct op_call *c, const void *key, size_t key_len,
+                   nn_dnnl_build_fn build, int arg, dnnl_memory_desc_t *md);
+/* oneDNN's implementation name of a cached primitive ("?" if none), for
+ * measurements and tests. */
+const char *nn_dnnl_impl_name(const void *key, size_t key_len);
+
+#endif
