@@ -11,7 +11,31 @@
     X(op_conv) \
     X(op_gemm) \
     X(op_matmul) \
+    X(op_max_pool) \
+    X(op_average_pool) \
+    X(op_global_average_pool) \
     /* shape and data movement */ \
+    X(op_reshape) \
+    X(op_flatten) \
+    X(op_squeeze) \
+    X(op_unsqueeze) \
+    X(op_identity) \
+    X(op_transpose) \
+    X(op_concat) \
+    X(op_split) \
+    X(op_slice) \
+    X(op_gather) \
+    X(op_gather_elements) \
+    X(op_expand) \
+    X(op_tile) \
+    X(op_range) \
+    X(op_shape) \
+    X(op_size) \
+    X(op_constant) \
+    X(op_constant_of_shape) \
+    X(op_pad) \
+    X(op_resize) \
+    X(op_dropout) \
     /* recurrent and losses */ \
     X(op_lstm) \
     X(op_gru) \

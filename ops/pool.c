@@ -1,0 +1,312 @@
+/* ops/pool.c — MaxPool (opset 1, 8, 10, 11, 12, 22; float32, int8, uint8;
+ * optional Indices output, storage_order, dilations, ceil_mode, pads,
+ * auto_pad), AveragePool (opset 7, 10, 11, 19, 22; count_include_pad,
+ * ceil_mode, dilations from 19) and GlobalAveragePool (opset 1, 22), NC +
+ * 1..3 spatial axes.
+ *
+ * Our own loops, parallel over the N*C planes: pooling is memory-bound and a
+ * plane-at-a-time loop reads each input plane once, which is what a oneDNN
+ * pooling primitive on the plain layout does too; Indices output and the
+ * ceil_mode edge rules (a last window that starts in the padding is dropped,
+ * windows that run past the padded input count only what they cover) are
+ * not expressible in oneDNN. The window loops keep a fixed order, so results
+ * are deterministic.
+ */
+#include <float.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/nn-impl.h"
+
+/* Range [*lo, *hi) of kernel taps k with 0 <= start + k*dil < n. */
+static void tap_range(int64_t start, int64_t dil, int64_t k, int64_t n, int64_t *lo, int64_t *hi)
+{
+    int64_t a = start >= 0 ? 0 : (-start + dil - 1) / dil;
+    int64_t b = start >= n ? 0 : (n - 1 - start) / dil + 1;
+    if (b > k)
+        b = k;
+    if (a > b)
+        a = b;
+    *lo = a;
+    *hi = b;
+}
+
+#define MAXPOOL_PLANE(T, LOWEST)                                                           \
+    static void maxpool_##T(const struct nn_geom *g, const T *x, T *y, int64_t *ind,        \
+                            int storage_order)                                              \
+    {                                                                                       \
+        const int64_t planes = g->n * g->c, insz = nn_geom_in_size(g),                      \
+                      outsz = nn_geom_out_size(g);                                          \
+        _Pragma("omp parallel for schedule(static) if (planes * outsz > 32768)")            \
+        for (int64_t p = 0; p < planes; p++) {                                              \
+            const T *xp = x + p * insz;                                                     \
+            T *yp = y + p * outsz;                                                          \
+            int64_t *ip = ind ? ind + p * outsz : NULL;                                     \
+            for (int64_t od = 0; od < g->out[0]; od++) {                                    \
+                int64_t d0 = od * g->stride[0] - g->pad_lo[0], dlo, dhi;                    \
+                tap_range(d0, g->dil[0], g->k[0], g->in[0], &dlo, &dhi);                    \
+                for (int64_t oh = 0; oh < g->out[1]; oh++) {                                \
+                    int64_t h0 = oh * g->stride[1] - g->pad_lo[1], hlo, hhi;                \
+                    tap_range(h0, g->dil[1], g->k[1], g->in[1], &hlo, &hhi);                \
+                    for (int64_t ow = 0; ow < g->out[2]; ow++) {                            \
+                        int64_t w0 = ow * g->stride[2] - g->pad_lo[2], wlo, whi;            \
+                        tap_range(w0, g->dil[2], g->k[2], g->in[2], &wlo, &whi);            \
+                        T best = LOWEST;                                                    \
+                        int64_t bd = -1, bh = 0, bw = 0;                                    \
+                        for (int64_t kd = dlo; kd < dhi; kd++) {                            \
+                            int64_t id = d0 + kd * g->dil[0];                               \
+                            for (int64_t kh = hlo; kh < hhi; kh++) {                        \
+                                int64_t ih = h0 + kh * g->dil[1];                           \
+                                const T *row = xp + (id * g->in[1] + ih) * g->in[2];        \
+                                for (int64_t kw = wlo; kw < whi; kw++) {                    \
+                                    int64_t iw = w0 + kw * g->dil[2];                       \
+                                    if (bd < 0 || row[iw] > best) {                         \
+                                        best = row[iw];                                     \
+                                        bd = id;                                            \
+                                        bh = ih;                                            \
+                                        bw = iw;                                            \
+                                    }                                                       \
+                                }                                                           \
+                            }                                                               \
+                        }                                                                   \
+                        int64_t o = (od * g->out[1] + oh) * g->out[2] + ow;                 \
+                        yp[o] = best;                                                       \
+                        if (ip) {                                                           \
+                            int64_t s = storage_order                                       \
+                                ? (bw * g->in[1] + bh) * g->in[0] + bd                      \
+                                : (bd * g->in[1] + bh) * g->in[2] + bw;                     \
+                            ip[o] = bd < 0 ? -1 : p * insz + s;                             \
+                        }                                                                   \
+                    }                                                                       \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+    }
+
+MAXPOOL_PLANE(float, -FLT_MAX)
+MAXPOOL_PLANE(int8_t, INT8_MIN)
+MAXPOOL_PLANE(uint8_t, 0)
+
+int nn_maxpool_forward(const struct op_call *c, const struct nn_geom *g, int dtype,
+                       const void *x, void *y, int64_t *indices, int storage_order)
+{
+    switch (dtype) {
+    case ONNX_DTYPE_FLOAT: maxpool_float(g, x, y, indices, storage_order); return 0;
+    case ONNX_DTYPE_INT8: maxpool_int8_t(g, x, y, indices, storage_order); return 0;
+    case ONNX_DTYPE_UINT8: maxpool_uint8_t(g, x, y, indices, storage_order); return 0;
+    default:
+        return op_error(c, "element type %s is not supported (float, int8, uint8)",
+                        onnx_dtype_name(dtype));
+    }
+}
+
+int nn_avgpool_forward(const struct op_call *c, const struct nn_geom *g,
+                       int count_include_pad, const float *x, float *y)
+{
+    const int64_t planes = g->n * g->c, insz = nn_geom_in_size(g), outsz = nn_geom_out_size(g);
+#pragma omp parallel for schedule(static) if (planes * outsz > 32768)
+    for (int64_t p = 0; p < planes; p++) {
+        const float *xp = x + p * insz;
+        float *yp = y + p * outsz;
+        for (int64_t od = 0; od < g->out[0]; od++) {
+            int64_t d0 = od * g->stride[0] - g->pad_lo[0], dlo, dhi, dplo, dphi;
+            tap_range(d0, g->dil[0], g->k[0], g->in[0], &dlo, &dhi);
+            /* taps inside the padded input [-pad_lo, in + pad_hi) */
+            tap_range(d0 + g->pad_lo[0], g->dil[0], g->k[0], g->in[0] + g->pad_lo[0] + g->pad_hi[0],
+                      &dplo, &dphi);
+            for (int64_t oh = 0; oh < g->out[1]; oh++) {
+                int64_t h0 = oh * g->stride[1] - g->pad_lo[1], hlo, hhi, hplo, hphi;
+                tap_range(h0, g->dil[1], g->k[1], g->in[1], &hlo, &hhi);
+                tap_range(h0 + g->pad_lo[1], g->dil[1], g->k[1], g->in[1] + g->pad_lo[1] + g->pad_hi[1],
+                          &hplo, &hphi);
+                for (int64_t ow = 0; ow < g->out[2]; ow++) {
+                    int64_t w0 = ow * g->stride[2] - g->pad_lo[2], wlo, whi, wplo, wphi;
+                    tap_range(w0, g->dil[2], g->k[2], g->in[2], &wlo, &whi);
+                    tap_range(w0 + g->pad_lo[2], g->dil[2], g->k[2], g->in[2] + g->pad_lo[2] + g->pad_hi[2],
+                              &wplo, &wphi);
+                    float sum = 0.0f;
+                    for (int64_t kd = dlo; kd < dhi; kd++) {
+                        int64_t id = d0 + kd * g->dil[0];
+                        for (int64_t kh = hlo; kh < hhi; kh++) {
+                            const float *row = xp + (id * g->in[1] + h0 + kh * g->dil[1]) * g->in[2];
+                            for (int64_t kw = wlo; kw < whi; kw++)
+                                sum += row[w0 + kw * g->dil[2]];
+                        }
+                    }
+                    int64_t count = count_include_pad
+                        ? (dphi - dplo) * (hphi - hplo) * (wphi - wplo)
+                        : (dhi - dlo) * (hhi - hlo) * (whi - wlo);
+                    yp[(od * g->out[1] + oh) * g->out[2] + ow] = count > 0 ? sum / (float)count : 0.0f;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---- MaxPool / AveragePool operators ----------------------------------------- */
+
+struct pool_params {
+    struct nn_window_attrs w;
+    int storage_order;
+    int count_include_pad;
+};
+
+static int pool_parse(const struct onnx_node *node, int version, void **params,
+                      char *err, size_t err_size)
+{
+    struct pool_params *p = calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(err, err_size, "node '%s' (%s): out of memory", node->name, node->op_type);
+        return -1;
+    }
+    if (nn_window_attrs_parse(node, &p->w, err, err_size)) {
+        free(p);
+        return -1;
+    }
+    if (p->w.n_kernel == 0) {
+        snprintf(err, err_size, "node '%s' (%s): attribute kernel_shape is required",
+                 node->name, node->op_type);
+        free(p);
+        return -1;
+    }
+    p->storage_order = onnx_node_attr_int(node, "storage_order", 0) != 0;
+    p->count_include_pad = onnx_node_attr_int(node, "count_include_pad", 0) != 0;
+    *params = p;
+    return 0;
+}
+
+static int pool_geom(const struct op_call *c, struct nn_geom *g)
+{
+    const struct pool_params *p = c->params;
+    const struct tensor *x = c->in[0];
+    if (nn_geom_resolve(c, &p->w, x, p->w.kernel, 1, g))
+        return -1;
+    g->n = x->dims[0];
+    g->c = g->m = x->dims[1];
+    g->group = 1;
+    return 0;
+}
+
+static int pool_infer(struct op_call *c)
+{
+    struct nn_geom g;
+    const struct tensor *x = c->in[0];
+    int is_max = !strcmp(c->def->name, "MaxPool");
+    if (x->dtype != ONNX_DTYPE_FLOAT
+        && !(is_max && (x->dtype == ONNX_DTYPE_INT8 || x->dtype == ONNX_DTYPE_UINT8)))
+        return op_error(c, "element type %s is not supported (float%s)", onnx_dtype_name(x->dtype),
+                        is_max ? ", int8, uint8" : "");
+    if (pool_geom(c, &g))
+        return -1;
+    for (int o = 0; o < c->n_out; o++) {
+        struct tensor *y = c->out[o];
+        if (!y)
+            continue;
+        y->dtype = o == 0 ? x->dtype : ONNX_DTYPE_INT64;
+        y->rank = x->rank;
+        y->dims[0] = g.n;
+        y->dims[1] = g.c;
+        for (int i = 0; i < (int)g.nsp; i++)
+            y->dims[2 + i] = g.out[3 - g.nsp + i];
+    }
+    return 0;
+}
+
+static struct op_cost pool_cost(const struct op_call *c)
+{
+    struct op_cost cost = cost_memory(c);
+    const struct pool_params *p = c->params;
+    double k = 1.0;
+    for (int i = 0; i < p->w.n_kernel; i++)
+        k *= (double)p->w.kernel[i];
+    if (c->out[0])
+        cost.flops = k * (double)tensor_numel(c->out[0]);
+    return cost;
+}
+
+static int maxpool_cpu(struct op_call *c)
+{
+    const struct pool_params *p = c->params;
+    struct nn_geom g;
+    if (pool_geom(c, &g))
+        return -1;
+    struct tensor *ind = c->n_out > 1 ? c->out[1] : NULL;
+    return nn_maxpool_forward(c, &g, c->in[0]->dtype, c->in[0]->data, c->out[0]->data,
+                              ind ? ind->data : NULL, p->storage_order);
+}
+
+static int avgpool_cpu(struct op_call *c)
+{
+    const struct pool_params *p = c->params;
+    struct nn_geom g;
+    if (pool_geom(c, &g))
+        return -1;
+    return nn_avgpool_forward(c, &g, p->count_include_pad, c->in[0]->data, c->out[0]->data);
+}
+
+const struct op_def op_max_pool = {
+    .domain = "", .name = "MaxPool", .since = { 1, 8, 10, 11, 12, 22 },
+    .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 2,
+    .parse = pool_parse, .infer = pool_infer, .cost = pool_cost,
+    .kernel = { [BACKEND_CPU] = maxpool_cpu },
+};
+
+const struct op_def op_average_pool = {
+    .domain = "", .name = "AveragePool", .since = { 7, 10, 11, 19, 22 },
+    .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+    .parse = pool_parse, .infer = pool_infer, .cost = pool_cost,
+    .kernel = { [BACKEND_CPU] = avgpool_cpu },
+};
+
+/* ---- GlobalAveragePool -------------------------------------------------------- */
+
+static int gap_infer(struct op_call *c)
+{
+    const struct tensor *x = c->in[0];
+    if (x->dtype != ONNX_DTYPE_FLOAT)
+        return op_error(c, "element type %s is not supported (float)", onnx_dtype_name(x->dtype));
+    if (x->rank < 3)
+        return op_error(c, "input must have rank >= 3 (N, C, spatial...), got %d", x->rank);
+    struct tensor *y = c->out[0];
+    y->dtype = x->dtype;
+    y->rank = x->rank;
+    y->dims[0] = x->dims[0];
+    y->dims[1] = x->dims[1];
+    for (int i = 2; i < x->rank; i++)
+        y->dims[i] = 1;
+    return 0;
+}
+
+static struct op_cost gap_cost(const struct op_call *c)
+{
+    struct op_cost cost = cost_memory(c);
+    cost.flops = (double)tensor_numel(c->in[0]);
+    return cost;
+}
+
+static int gap_cpu(struct op_call *c)
+{
+    const struct tensor *x = c->in[0];
+    const int64_t planes = x->dims[0] * x->dims[1];
+    const int64_t sp = planes ? tensor_numel(x) / planes : 0;
+    const float *xd = x->data;
+    float *yd = c->out[0]->data;
+#pragma omp parallel for schedule(static) if (planes * sp > 65536)
+    for (int64_t p = 0; p < planes; p++) {
+        const float *xp = xd + p * sp;
+        float sum = 0.0f;
+        for (int64_t i = 0; i < sp; i++)
+            sum += xp[i];
+        yd[p] = sp ? sum / (float)sp : 0.0f;
+    }
+    return 0;
+}
+
+const struct op_def op_global_average_pool = {
+    .domain = "", .name = "GlobalAveragePool", .since = { 1, 22 },
+    .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+    .infer = gap_infer, .cost = gap_cost,
+    .kernel = { [BACKEND_CPU] = gap_cpu },
+};
