@@ -1,0 +1,364 @@
+/* ops/resize.c — Resize (opset 10, 11, 13, 18, 19), modes nearest and linear
+ * (N-linear: bilinear, trilinear, ... over every resized axis).
+ *
+ * Coordinate transformations half_pixel, half_pixel_symmetric,
+ * pytorch_half_pixel, align_corners and asymmetric; nearest modes
+ * round_prefer_floor/ceil, floor and ceil; output from `scales` or `sizes`,
+ * optionally for a subset of `axes` (18+). Opset 10 has neither attribute:
+ * it maps asymmetrically and rounds the way Upsample did (floor when
+ * enlarging, ceil when shrinking), as onnxruntime does.
+ *
+ * Out of scope and refused with a message naming the mode: cubic,
+ * antialias, keep_aspect_ratio_policy not_larger/not_smaller and
+ * tf_crop_and_resize.
+ *
+ * Source coordinates follow the ONNX reference (double precision, source
+ * indices clamped to the edge), computed once per axis into index/weight
+ * tables; the kernel then reads them per output row. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "ops/shape-impl.h"
+
+enum resize_coord {
+    RESIZE_COORD_HALF_PIXEL = 0,
+    RESIZE_COORD_HALF_PIXEL_SYMMETRIC,
+    RESIZE_COORD_PYTORCH_HALF_PIXEL,
+    RESIZE_COORD_ALIGN_CORNERS,
+    RESIZE_COORD_ASYMMETRIC,
+};
+
+enum resize_nearest {
+    RESIZE_NEAREST_ROUND_PREFER_FLOOR = 0,
+    RESIZE_NEAREST_ROUND_PREFER_CEIL,
+    RESIZE_NEAREST_FLOOR,
+    RESIZE_NEAREST_CEIL,
+    RESIZE_NEAREST_SIMPLE,         /* opset 10 */
+};
+
+struct resize_params {
+    int linear;                    /* 0: nearest */
+    int coord;                     /* enum resize_coord */
+    int nearest;                   /* enum resize_nearest */
+    int n_axes;                    /* -1: all axes */
+    int64_t axes[TENSOR_MAX_RANK];
+};
+
+static int resize_lookup(const char *s, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(s, names[i]))
+            return i;
+    return -1;
+}
+
+static int resize_parse(const struct onnx_node *node, int version, void **params,
+                        char *err, size_t err_size)
+{
+    static const char *const coords[] = { "half_pixel", "half_pixel_symmetric",
+                                          "pytorch_half_pixel", "align_corners", "asymmetric" };
+    static const char *const nearests[] = { "round_prefer_floor", "round_prefer_ceil", "floor",
+                                            "ceil" };
+    struct resize_params p = { .n_axes = -1 };
+    const char *mode = onnx_node_attr_string(node, "mode", "nearest");
+    if (!strcmp(mode, "linear"))
+        p.linear = 1;
+    else if (strcmp(mode, "nearest"))
+        return shape_parse_error(err, err_size, node,
+                                 "unsupported Resize mode '%s' (supported: nearest, linear)", mode);
+    if (version < 11) {
+        p.coord = RESIZE_COORD_ASYMMETRIC;
+        p.nearest = RESIZE_NEAREST_SIMPLE;
+    } else {
+        const char *coord = onnx_node_attr_string(node, "coordinate_transformation_mode",
+                                                  "half_pixel");
+        const char *nearest = onnx_node_attr_string(node, "nearest_mode", "round_prefer_floor");
+        p.coord = resize_lookup(coord, coords, 5);
+        if (p.coord < 0 || (version < 19 && p.coord == RESIZE_COORD_HALF_PIXEL_SYMMETRIC))
+            return shape_parse_error(err, err_size, node,
+                                     "unsupported Resize coordinate_transformation_mode '%s' "
+                                     "(supported: half_pixel, %spytorch_half_pixel, align_corners, "
+                                     "asymmetric)", coord,
+                                     version >= 19 ? "half_pixel_symmetric, " : "");
+        p.nearest = resize_lookup(nearest, nearests, 4);
+        if (p.nearest < 0)
+            return shape_parse_error(err, err_size, node,
+                                     "unsupported Resize nearest_mode '%s' (supported: "
+                                     "round_prefer_floor, round_prefer_ceil, floor, ceil)", nearest);
+    }
+    if (version >= 18) {
+        if (onnx_node_attr_int(node, "antialias", 0))
+            return shape_parse_error(err, err_size, node,
+                                     "unsupported Resize mode antialias=1 (only antialias=0)");
+        const char *policy = onnx_node_attr_string(node, "keep_aspect_ratio_policy", "stretch");
+        if (strcmp(policy, "stretch"))
+            return shape_parse_error(err, err_size, node,
+                                     "unsupported Resize keep_aspect_ratio_policy '%s' "
+                                     "(only stretch)", policy);
+        p.n_axes = onnx_node_attr_ints(node, "axes", p.axes, TENSOR_MAX_RANK);
+        if (p.n_axes == -2)
+            return shape_parse_error(err, err_size, node, "axes has more than %d entries",
+                                     TENSOR_MAX_RANK);
+    }
+    struct resize_params *out = malloc(sizeof *out);
+    if (!out)
+        return shape_parse_error(err, err_size, node, "out of memory");
+    *out = p;
+    *params = out;
+    return 0;
+}
+
+/* Output extent and scale of every axis. */
+struct resize_plan {
+    int64_t out[TENSOR_MAX_RANK];
+    double scale[TENSOR_MAX_RANK];
+};
+
+static int resize_make_plan(const struct op_call *c, struct resize_plan *pl)
+{
+    const struct resize_params *p = c->params;
+    const struct tensor *x = c->in[0];
+    int rank = x->rank;
+    const struct tensor *scales, *sizes = NULL;
+    if (c->version < 11) {
+        scales = c->n_in > 1 ? c->in[1] : NULL;
+    } else {
+        scales = c->n_in > 2 ? c->in[2] : NULL;
+        sizes = c->n_in > 3 ? c->in[3] : NULL;
+    }
+    /* An empty tensor stands for an omitted input (Resize-11 had to pass one). */
+    if (scales && tensor_numel(scales) == 0)
+        scales = NULL;
+    if (sizes && tensor_numel(sizes) == 0)
+        sizes = NULL;
+    if (!scales == !sizes)
+        return op_error(c, "exactly one of scales and sizes must be given");
+    int64_t axes[TENSOR_MAX_RANK];
+    int n_axes = p->n_axes;
+    if (n_axes >= 0) {
+        memcpy(axes, p->axes, sizeof axes);
+        if (shape_normalize_axes(c, axes, n_axes, rank))
+            return -1;
+    } else {
+        n_axes = rank;
+        for (int i = 0; i < rank; i++)
+            axes[i] = i;
+    }
+    for (int i = 0; i < rank; i++) {
+        pl->out[i] = x->dims[i];
+        pl->scale[i] = 1.0;
+    }
+    const struct tensor *given = scales ? scales : sizes;
+    if (given->rank != 1 || given->dims[0] != n_axes)
+        return op_error(c, "%s has %lld values; expected %d (one per %s)",
+                        scales ? "scales" : "sizes", (long long)tensor_numel(given), n_axes,
+                        p->n_axes >= 0 ? "entry of axes" : "input axis");
+    if (scales) {
+        if (scales->dtype != ONNX_DTYPE_FLOAT && scales->dtype != ONNX_DTYPE_DOUBLE)
+            return op_error(c, "scales must be float, got %s", onnx_dtype_name(scales->dtype));
+        for (int i = 0; i < n_axes; i++) {
+            int a = (int)axes[i];
+            double s = tensor_get_double(scales, i);
+            if (!(s > 0) || !isfinite(s))
+                return op_error(c, "scales[%d] is %g; expected > 0", i, s);
+            pl->scale[a] = s;
+            pl->out[a] = (int64_t)floor(s * (double)x->dims[a]);
+        }
+    } else {
+        if (sizes->dtype != ONNX_DTYPE_INT64)
+            return op_error(c, "sizes must be int64, got %s", onnx_dtype_name(sizes->dtype));
+        for (int i = 0; i < n_axes; i++) {
+            int a = (int)axes[i];
+            int64_t n = tensor_get_int(sizes, i);
+            if (n < 0)
+                return op_error(c, "sizes[%d] is %lld; expected >= 0", i, (long long)n);
+            if (x->dims[a] == 0 && n > 0)
+                return op_error(c, "cannot resize empty axis %d to %lld", a, (long long)n);
+            pl->out[a] = n;
+            pl->scale[a] = x->dims[a] ? (double)n / (double)x->dims[a] : 1.0;
+        }
+    }
+    return 0;
+}
+
+static int resize_infer(struct op_call *c)
+{
+    struct resize_plan pl;
+    if (resize_make_plan(c, &pl))
+        return -1;
+    const struct tensor *x = c->in[0];
+    struct tensor *y = c->out[0];
+    y->dtype = x->dtype;
+    y->rank = x->rank;
+    memcpy(y->dims, pl.out, sizeof(int64_t) * (size_t)x->rank);
+    return 0;
+}
+
+/* Source coordinate of output index o along an axis (the ONNX reference's
+ * formulas; out_f is scale * in, the unrounded output length). */
+static double resize_source(int coord, int64_t o, double scale, int64_t in, int64_t out)
+{
+    double y = (double)o, out_f = scale * (double)in;
+    switch (coord) {
+    case RESIZE_COORD_ALIGN_CORNERS:
+        return out_f == 1 ? 0 : y * (double)(in - 1) / (out_f - 1);
+    case RESIZE_COORD_ASYMMETRIC:
+        return y / scale;
+    case RESIZE_COORD_PYTORCH_HALF_PIXEL:
+        return out_f == 1 ? -0.5 : (y + 0.5) / scale - 0.5;
+    case RESIZE_COORD_HALF_PIXEL_SYMMETRIC: {
+        double adjustment = (double)out / out_f, center = (double)in / 2;
+        return center * (1 - adjustment) + (y + 0.5) / scale - 0.5;
+    }
+    default:
+        return (y + 0.5) / scale - 0.5;
+    }
+}
+
+/* Per axis and output index: the two source indices and the weight of the
+ * second (nearest: both the same, weight 0). */
+struct resize_tap {
+    int64_t i0, i1;
+    double w;
+};
+
+static void resize_taps(const struct resize_params *p, double scale, int64_t in, int64_t out,
+                        struct resize_tap *taps)
+{
+    for (int64_t o = 0; o < out; o++) {
+        double x = resize_source(p->coord, o, scale, in, out);
+        double fl = floor(x), ratio = x - fl;
+        int64_t i0 = (int64_t)fl, i1 = i0 + 1;
+        double w = 0;
+        if (p->linear) {
+            w = ratio;
+        } else {
+            int up;
+            switch (p->nearest) {
+            case RESIZE_NEAREST_ROUND_PREFER_CEIL: up = ratio >= 0.5; break;
+            case RESIZE_NEAREST_FLOOR: up = 0; break;
+            case RESIZE_NEAREST_CEIL: up = ratio > 0; break;
+            case RESIZE_NEAREST_SIMPLE: up = scale < 1 && ratio > 0; break;
+            default: up = ratio > 0.5; break;
+            }
+            i0 = i1 = up ? i1 : i0;
+        }
+        taps[o].i0 = i0 < 0 ? 0 : i0 > in - 1 ? in - 1 : i0;
+        taps[o].i1 = i1 < 0 ? 0 : i1 > in - 1 ? in - 1 : i1;
+        taps[o].w = w;
+    }
+}
+
+static int resize_cpu(struct op_call *c)
+{
+    const struct resize_params *p = c->params;
+    const struct tensor *x = c->in[0];
+    struct tensor *y = c->out[0];
+    int rank = x->rank;
+    int64_t total = tensor_numel(y);
+    size_t esize = onnx_dtype_size(x->dtype);
+    if (total == 0)
+        return 0;
+    if (p->linear && x->dtype != ONNX_DTYPE_FLOAT && x->dtype != ONNX_DTYPE_DOUBLE)
+        return op_error(c, "linear mode supports float and double, got %s",
+                        onnx_dtype_name(x->dtype));
+    if (rank == 0) {
+        memcpy(y->data, x->data, esize);
+        return 0;
+    }
+    struct resize_plan pl;
+    if (resize_make_plan(c, &pl))
+        return -1;
+    int64_t offs[TENSOR_MAX_RANK + 1];
+    offs[0] = 0;
+    for (int a = 0; a < rank; a++)
+        offs[a + 1] = offs[a] + y->dims[a];
+    struct resize_tap *taps = malloc(sizeof *taps * (size_t)offs[rank]);
+    if (!taps)
+        return op_error(c, "out of memory for %lld resize taps", (long long)offs[rank]);
+    /* Axes along which some output blends two sources: the corners of the
+     * N-linear interpolation run over these only. */
+    int active[TENSOR_MAX_RANK], k = 0;
+    for (int a = 0; a < rank; a++) {
+        resize_taps(p, pl.scale[a], x->dims[a], y->dims[a], taps + offs[a]);
+        int blends = 0;
+        for (int64_t o = 0; o < y->dims[a]; o++)
+            blends |= taps[offs[a] + o].w != 0;
+        if (blends)
+            active[k++] = a;
+    }
+    int64_t xs[TENSOR_MAX_RANK];
+    shape_strides(x, xs);
+    int last = rank - 1;
+    int64_t w = y->dims[last], rows = total / w;
+    const struct resize_tap *lt = taps + offs[last];
+    const char *src = x->data;
+    char *dst = y->data;
+    int par = (double)total * (double)esize > SHAPE_PARALLEL_BYTES / 4;
+    #pragma omp parallel for schedule(static) if(par)
+    for (int64_t row = 0; row < rows; row++) {
+        const struct resize_tap *rt[TENSOR_MAX_RANK];
+        int64_t rem = row, base = 0;
+        for (int a = last - 1; a >= 0; a--) {
+            int64_t q = rem / y->dims[a];
+            rt[a] = taps + offs[a] + (rem - q * y->dims[a]);
+            base += rt[a]->i0 * xs[a];
+            rem = q;
+        }
+        char *dp = dst + (size_t)(row * w) * esize;
+        if (k == 0) {
+            for (int64_t o = 0; o < w; o++)
+                memcpy(dp + (size_t)o * esize, src + (size_t)(base + lt[o].i0) * esize, esize);
+            continue;
+        }
+        /* base holds every axis at i0; a corner moves the active axes it
+         * takes the second tap of to i1. */
+        for (int64_t o = 0; o < w; o++) {
+            rt[last] = lt + o;
+            double sum = 0;
+            for (int corner = 0; corner < (1 << k); corner++) {
+                double weight = 1;
+                int64_t off = base + lt[o].i0;
+                for (int j = 0; j < k; j++) {
+                    const struct resize_tap *t = rt[active[j]];
+                    if (corner >> j & 1) {
+                        weight *= t->w;
+                        off += (t->i1 - t->i0) * xs[active[j]];
+                    } else {
+                        weight *= 1 - t->w;
+                    }
+                }
+                if (weight == 0)
+                    continue;
+                sum += weight * (x->dtype == ONNX_DTYPE_FLOAT ? ((const float *)src)[off]
+                                                              : ((const double *)src)[off]);
+            }
+            if (x->dtype == ONNX_DTYPE_FLOAT)
+                ((float *)dp)[o] = (float)sum;
+            else
+                ((double *)dp)[o] = sum;
+        }
+    }
+    free(taps);
+    return 0;
+}
+
+static struct op_cost resize_cost(const struct op_call *c)
+{
+    struct op_cost cost = cost_memory(c);
+    const struct resize_params *p = c->params;
+    /* Linear: a weighted sum over 2^k corners; 4 corners (2-D) at ~2 flops each. */
+    cost.flops = (double)tensor_numel(c->out[0]) * (p && p->linear ? 8 : 0);
+    return cost;
+}
+
+const struct op_def op_resize = {
+    .domain = "", .name = "Resize",
+    .since = { 10, 11, 13, 18, 19 },
+    .min_in = 1, .max_in = 4, .min_out = 1, .max_out = 1,
+    .parse = resize_parse,
+    .infer = resize_infer,
+    .cost = resize_cost,
+    .kernel = { [BACKEND_CPU] = resize_cpu },
+    .host_inputs = (1u << 1) | (1u << 2) | (1u << 3),
+};

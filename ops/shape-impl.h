@@ -1,0 +1,122 @@
+/* ops/shape-impl.h — internals shared by the shape and data-movement family
+ * (Reshape, Transpose, Concat/Split, Slice, Gather, Expand/Tile, Pad, Resize,
+ * ...), and later by their gradient kernels, which are mostly the same moves
+ * run backwards (Slice's gradient is a Pad, Expand's a reduction, Gather's a
+ * scatter-add) and so reuse the strided copy and the parsing helpers here.
+ *
+ * The data-movement kernels are dtype-generic: they move elements by size,
+ * never by type, so one kernel serves float, double, ints and bool alike.
+ *
+ * Not for use outside ops/.
+ */
+#ifndef DTRX_OPS_SHAPE_IMPL_H
+#define DTRX_OPS_SHAPE_IMPL_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ops/ops.h"
+
+/* Tile views its output as (repeat, dim) pairs, so copies see twice the rank. */
+#define SHAPE_COPY_MAX_RANK (2 * TENSOR_MAX_RANK)
+
+/* Below this many bytes a copy stays on one thread: forking costs more. */
+#define SHAPE_PARALLEL_BYTES (1 << 18)
+
+/* dst (contiguous, row-major over dims) receives src[sum_i idx_i * strides[i]]
+ * for every index; strides are in elements and may be zero (broadcast) or
+ * negative (reversed slices); src points at the element of index 0. Adjacent
+ * axes that are contiguous in src are merged, so rows go by memcpy where the
+ * innermost stride is 1 and by a blocked transpose where the two innermost
+ * axes are swapped. Defined in ops/transpose.c. */
+void shape_copy_strided(void *dst, const void *src, size_t esize, int rank,
+                        const int64_t *dims, const int64_t *strides);
+
+/* Row-major element strides of a tensor. */
+static inline void shape_strides(const struct tensor *t, int64_t *strides)
+{
+    int64_t s = 1;
+    for (int i = t->rank - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= t->dims[i];
+    }
+}
+
+/* Product of dims[from..to). */
+static inline int64_t shape_prod(const int64_t *dims, int from, int to)
+{
+    int64_t p = 1;
+    for (int i = from; i < to; i++)
+        p *= dims[i];
+    return p;
+}
+
+/* The same parse-time message layout as op_error(): "node 'n' (Op): ...". */
+static inline int shape_parse_error(char *err, size_t err_size, const struct onnx_node *node,
+                                    const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static inline int shape_parse_error(char *err, size_t err_size, const struct onnx_node *node,
+                                    const char *fmt, ...)
+{
+    if (!err || !err_size)
+        return -1;
+    int used = snprintf(err, err_size, "node '%s' (%s): ", node && node->name ? node->name : "?",
+                        node && node->op_type ? node->op_type : "?");
+    if (used < 0 || (size_t)used >= err_size)
+        return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err + used, err_size - (size_t)used, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Checks that a host-side index tensor (`what` names it in messages) is 1-D
+ * (or a scalar) of an integer type with at most `max` elements and copies it
+ * into out; returns the count, or -1 after op_error(). */
+static inline int shape_read_ints(const struct op_call *c, const struct tensor *t,
+                                  const char *what, int64_t *out, int max)
+{
+    if (t->dtype != ONNX_DTYPE_INT64 && t->dtype != ONNX_DTYPE_INT32)
+        return op_error(c, "input '%s' must be int64 or int32, got %s", what,
+                        onnx_dtype_name(t->dtype));
+    if (t->rank > 1)
+        return op_error(c, "input '%s' must be 1-D, got rank %d", what, t->rank);
+    int64_t n = tensor_numel(t);
+    if (n > max)
+        return op_error(c, "input '%s' has %lld values, at most %d are allowed", what,
+                        (long long)n, max);
+    if (n > 0 && !t->data)
+        return op_error(c, "input '%s' has no host data", what);
+    for (int64_t i = 0; i < n; i++)
+        out[i] = tensor_get_int(t, i);
+    return (int)n;
+}
+
+/* Normalises an axes list against rank, rejecting out-of-range and repeated
+ * axes; -1 after op_error(). */
+static inline int shape_normalize_axes(const struct op_call *c, int64_t *axes, int n, int rank)
+{
+    for (int i = 0; i < n; i++) {
+        int a = op_axis(axes[i], rank);
+        if (a < 0)
+            return op_error(c, "axis %lld is out of range for rank %d", (long long)axes[i], rank);
+        for (int j = 0; j < i; j++)
+            if (axes[j] == a)
+                return op_error(c, "axis %lld appears twice", (long long)axes[i]);
+        axes[i] = a;
+    }
+    return 0;
+}
+
+/* Cost of a pure view: nothing is computed and nothing moves. */
+static inline struct op_cost shape_cost_view(const struct op_call *c)
+{
+    (void)c;
+    return (struct op_cost){ 0, 0 };
+}
+
+#endif
