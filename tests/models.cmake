@@ -1,0 +1,15 @@
+# Model-zoo end-to-end checks: one CTest case per generated model (tiny
+# configuration), each run by onnxruntime and by dtrexec and compared
+# (tests/models_check.py; needs python3 with numpy, onnx, onnxruntime).
+# Included from tests/CMakeLists.txt.
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_Interpreter_FOUND)
+  foreach(model smallcnn resnet18 resnet50 vgg16 mobilenetv2 densenet121 unet transformer lstm_lm)
+    add_test(NAME models_${model}
+      COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/models_check.py
+              --models ${model} --dtrexec $<TARGET_FILE:dtrexec>)
+    set_tests_properties(models_${model} PROPERTIES LABELS models TIMEOUT 300)
+  endforeach()
+else()
+  message(STATUS "python3 not found: model-zoo checks (tests/models_check.py) not registered")
+endif()
