@@ -7,6 +7,42 @@
 
 #define OPS_LIST(X) \
     /* elementwise, comparison, reduction, softmax family */ \
+    X(op_add) \
+    X(op_sub) \
+    X(op_mul) \
+    X(op_div) \
+    X(op_pow) \
+    X(op_max) \
+    X(op_min) \
+    X(op_sum) \
+    X(op_sqrt) \
+    X(op_exp) \
+    X(op_log) \
+    X(op_neg) \
+    X(op_abs) \
+    X(op_reciprocal) \
+    X(op_relu) \
+    X(op_leaky_relu) \
+    X(op_sigmoid) \
+    X(op_tanh) \
+    X(op_gelu) \
+    X(op_erf) \
+    X(op_clip) \
+    X(op_not) \
+    X(op_equal) \
+    X(op_less) \
+    X(op_greater) \
+    X(op_less_or_equal) \
+    X(op_greater_or_equal) \
+    X(op_where) \
+    X(op_cast) \
+    X(op_cast_like) \
+    X(op_softmax) \
+    X(op_log_softmax) \
+    X(op_reduce_sum) \
+    X(op_reduce_mean) \
+    X(op_reduce_max) \
+    X(op_reduce_min) \
     /* nn: conv, pool, normalization, gemm/matmul */ \
     X(op_conv) \
     X(op_gemm) \
@@ -14,6 +50,8 @@
     X(op_max_pool) \
     X(op_average_pool) \
     X(op_global_average_pool) \
+    X(op_batch_normalization) \
+    X(op_layer_normalization) \
     /* shape and data movement */ \
     X(op_reshape) \
     X(op_flatten) \

@@ -1,0 +1,178 @@
+/* ops/softmax.c — Softmax and LogSoftmax (opsets 1, 11, 13) for float and
+ * double. Before opset 13 the input is coerced to 2-D at `axis` (default 1):
+ * each row is everything from `axis` on, flattened. From 13 the operation
+ * runs along the single axis `axis` (default -1). Both forms become
+ * [outer, len, inner] with the reduction over len: inner == 1 is a
+ * contiguous row; otherwise columns are processed in blocks of SM_BLOCK so
+ * that the loops over a block stay contiguous and vectorise. The maximum is
+ * subtracted first, so large inputs do not overflow. */
+#include <string.h>
+#include <tgmath.h>
+
+#include "ops/elementwise-impl.h"
+
+#define SM_BLOCK 64
+
+struct softmax_params {
+    int axis;
+    int coerce_2d;                 /* opset < 13 */
+    int log;                       /* LogSoftmax */
+};
+
+#define SOFTMAX_IMPL(T, SUFFIX, SUM)                                                   \
+    static void softmax_rows_##SUFFIX(const T *x, T *y, int64_t len, int log_out)       \
+    {                                                                                  \
+        T m = x[0];                                                                    \
+        for (int64_t i = 1; i < len; i++)                                              \
+            m = x[i] > m ? x[i] : m;                                                   \
+        for (int64_t i = 0; i < len; i++)                                              \
+            y[i] = exp(x[i] - m);                                                      \
+        T s = SUM(y, len);                                                             \
+        if (log_out) {                                                                 \
+            T shift = m + log(s);                                                      \
+            for (int64_t i = 0; i < len; i++)                                          \
+                y[i] = x[i] - shift;                                                   \
+        } else {                                                                       \
+            for (int64_t i = 0; i < len; i++)                                          \
+                y[i] = y[i] / s;                                                       \
+        }                                                                              \
+    }                                                                                  \
+    /* Columns [j0, j0+w) of one [len, inner] slab. */                                 \
+    static void softmax_cols_##SUFFIX(const T *x, T *y, int64_t len, int64_t inner,     \
+                                      int64_t w, int log_out)                          \
+    {                                                                                  \
+        T m[SM_BLOCK], s[SM_BLOCK];                                                    \
+        for (int64_t j = 0; j < w; j++) {                                              \
+            m[j] = x[j];                                                               \
+            s[j] = 0;                                                                  \
+        }                                                                              \
+        for (int64_t k = 1; k < len; k++)                                              \
+            for (int64_t j = 0; j < w; j++)                                            \
+                m[j] = x[k * inner + j] > m[j] ? x[k * inner + j] : m[j];              \
+        for (int64_t k = 0; k < len; k++)                                              \
+            for (int64_t j = 0; j < w; j++) {                                          \
+                T e = exp(x[k * inner + j] - m[j]);                                    \
+                y[k * inner + j] = e;                                                  \
+                s[j] += e;                                                             \
+            }                                                                          \
+        if (log_out) {                                                                 \
+            for (int64_t j = 0; j < w; j++)                                            \
+                m[j] += log(s[j]);                                                     \
+            for (int64_t k = 0; k < len; k++)                                          \
+                for (int64_t j = 0; j < w; j++)                                        \
+                    y[k * inner + j] = x[k * inner + j] - m[j];                        \
+        } else {                                                                       \
+            for (int64_t k = 0; k < len; k++)                                          \
+                for (int64_t j = 0; j < w; j++)                                        \
+                    y[k * inner + j] = y[k * inner + j] / s[j];                        \
+        }                                                                              \
+    }                                                                                  \
+    static void softmax_run_##SUFFIX(const T *x, T *y, int64_t outer, int64_t len,      \
+                                     int64_t inner, int log_out)                       \
+    {                                                                                  \
+        int64_t total = outer * len * inner;                                           \
+        if (inner == 1) {                                                              \
+            _Pragma("omp parallel for schedule(static) if (total >= EW_PARALLEL_MIN)") \
+            for (int64_t o = 0; o < outer; o++)                                        \
+                softmax_rows_##SUFFIX(x + o * len, y + o * len, len, log_out);         \
+            return;                                                                    \
+        }                                                                              \
+        int64_t blocks = (inner + SM_BLOCK - 1) / SM_BLOCK;                            \
+        _Pragma("omp parallel for schedule(static) if (total >= EW_PARALLEL_MIN)")     \
+        for (int64_t t = 0; t < outer * blocks; t++) {                                 \
+            int64_t o = t / blocks, j0 = (t % blocks) * SM_BLOCK;                      \
+            int64_t w = inner - j0 < SM_BLOCK ? inner - j0 : SM_BLOCK;                 \
+            size_t base = (size_t)(o * len * inner + j0);                              \
+            softmax_cols_##SUFFIX(x + base, y + base, len, inner, w, log_out);         \
+        }                                                                              \
+    }
+
+SOFTMAX_IMPL(float, f32, ew_sum_f32)
+SOFTMAX_IMPL(double, f64, ew_sum_f64)
+
+static int softmax_parse(const struct onnx_node *node, int version, void **params, char *err,
+                         size_t err_size)
+{
+    struct softmax_params *p = ew_params_new(sizeof *p, params, err, err_size);
+    if (!p)
+        return -1;
+    p->coerce_2d = version < 13;
+    p->axis = (int)onnx_node_attr_int(node, "axis", p->coerce_2d ? 1 : -1);
+    p->log = !strcmp(node->op_type, "LogSoftmax");
+    return 0;
+}
+
+/* [outer, len, inner] of the call; -1 if the axis is out of range. */
+static int softmax_geometry(const struct op_call *c, int64_t *outer, int64_t *len, int64_t *inner)
+{
+    const struct softmax_params *p = c->params;
+    const struct tensor *x = c->in[0];
+    int axis = op_axis(p->axis, x->rank);
+    if (axis < 0)
+        return op_error(c, "axis %d is out of range for input of rank %d", p->axis, x->rank);
+    *outer = *len = *inner = 1;
+    for (int i = 0; i < axis; i++)
+        *outer *= x->dims[i];
+    if (p->coerce_2d) {
+        for (int i = axis; i < x->rank; i++)
+            *len *= x->dims[i];
+    } else {
+        *len = x->dims[axis];
+        for (int i = axis + 1; i < x->rank; i++)
+            *inner *= x->dims[i];
+    }
+    return 0;
+}
+
+static int softmax_infer(struct op_call *c)
+{
+    const struct tensor *x = c->in[0];
+    int64_t outer, len, inner;
+    if (!c->params)
+        return op_error(c, "called without parsed attributes");
+    if (x->dtype != ONNX_DTYPE_FLOAT && x->dtype != ONNX_DTYPE_DOUBLE)
+        return ew_dtype_error(c, "input 0", x->dtype, "float, double");
+    if (softmax_geometry(c, &outer, &len, &inner))
+        return -1;
+    struct tensor *y = c->out[0];
+    y->dtype = x->dtype;
+    y->rank = x->rank;
+    memcpy(y->dims, x->dims, sizeof y->dims);
+    return 0;
+}
+
+static int softmax_cpu(struct op_call *c)
+{
+    const struct softmax_params *p = c->params;
+    const struct tensor *x = c->in[0];
+    struct tensor *y = c->out[0];
+    int64_t outer, len, inner;
+    if (softmax_geometry(c, &outer, &len, &inner))
+        return -1;
+    if (tensor_numel(x) == 0)
+        return 0;
+    if (x->dtype == ONNX_DTYPE_FLOAT)
+        softmax_run_f32(x->data, y->data, outer, len, inner, p->log);
+    else if (x->dtype == ONNX_DTYPE_DOUBLE)
+        softmax_run_f64(x->data, y->data, outer, len, inner, p->log);
+    else
+        return ew_dtype_error(c, "input 0", x->dtype, "float, double");
+    return 0;
+}
+
+/* max, subtract, exp (weighted as 8), sum, divide */
+static struct op_cost softmax_cost(const struct op_call *c) { return ew_cost_scaled(c, 12); }
+
+const struct op_def op_softmax = {
+    .domain = "", .name = "Softmax", .since = { 1, 11, 13 },
+    .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+    .parse = softmax_parse, .infer = softmax_infer, .cost = softmax_cost,
+    .kernel = { [BACKEND_CPU] = softmax_cpu },
+};
+
+const struct op_def op_log_softmax = {
+    .domain = "", .name = "LogSoftmax", .since = { 1, 11, 13 },
+    .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+    .parse = softmax_parse, .infer = softmax_infer, .cost = softmax_cost,
+    .kernel = { [BACKEND_CPU] = softmax_cpu },
+};
