@@ -1,0 +1,290 @@
+/* ops/loss.c — SoftmaxCrossEntropyLoss (opsets 12, 13) and
+ * NegativeLogLikelihoodLoss (opsets 12, 13, 22; later versions only widen
+ * the types).
+ *
+ * Inputs [N, C, d1..dk] are handled as [N, C, D] with the class axis strided
+ * by D. SoftmaxCrossEntropyLoss is LogSoftmax over C followed by the NLL loss,
+ * exactly as ONNX's function body defines it; both share the helpers declared
+ * in rnn-impl.h so that the gradients of a later issue can reuse them.
+ * Per-position losses are computed in double and reduced in index order, so
+ * results do not depend on the thread count. Float32 and float64 inputs.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/rnn-impl.h"
+
+#define LOSS_PARALLEL_MIN 16384
+
+enum { LOSS_IN_SCORES, LOSS_IN_TARGET, LOSS_IN_WEIGHT };
+
+static int loss_parse(const struct onnx_node *node, int version, void **out, char *err, size_t err_size)
+{
+    struct loss_params *p = calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(err, err_size, "node '%s' (%s): out of memory", node->name, node->op_type);
+        return -1;
+    }
+    const char *reduction = onnx_node_attr_string(node, "reduction", "mean");
+    if (!strcmp(reduction, "none")) {
+        p->reduction = LOSS_REDUCTION_NONE;
+    } else if (!strcmp(reduction, "sum")) {
+        p->reduction = LOSS_REDUCTION_SUM;
+    } else if (!strcmp(reduction, "mean")) {
+        p->reduction = LOSS_REDUCTION_MEAN;
+    } else {
+        snprintf(err, err_size, "node '%s' (%s): reduction '%s' is not one of none, sum, mean",
+                 node->name, node->op_type, reduction);
+        free(p);
+        return -1;
+    }
+    const struct onnx_attr *ii = onnx_node_attr(node, "ignore_index");
+    if (ii) {
+        p->has_ignore_index = 1;
+        p->ignore_index = ii->i;
+    }
+    *out = p;
+    return 0;
+}
+
+static double loss_load(const struct tensor *t, int64_t i)
+{
+    return t->dtype == ONNX_DTYPE_FLOAT ? (double)((const float *)t->data)[i] : ((const double *)t->data)[i];
+}
+
+static void loss_store(struct tensor *t, int64_t i, double v)
+{
+    if (t->dtype == ONNX_DTYPE_FLOAT)
+        ((float *)t->data)[i] = (float)v;
+    else
+        ((double *)t->data)[i] = v;
+}
+
+int loss_targets_check(const struct op_call *call, const struct loss_params *p,
+                       const struct tensor *target, int64_t classes)
+{
+    int64_t n = tensor_numel(target);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t t = tensor_get_int(target, i);
+        if (p->has_ignore_index && t == p->ignore_index)
+            continue;
+        if (t < 0 || t >= classes) {
+            if (p->has_ignore_index)
+                return op_error(call, "target label %lld at flat index %lld is outside [0, %lld) "
+                                "and is not ignore_index (%lld)", (long long)t, (long long)i,
+                                (long long)classes, (long long)p->ignore_index);
+            return op_error(call, "target label %lld at flat index %lld is outside [0, %lld)",
+                            (long long)t, (long long)i, (long long)classes);
+        }
+    }
+    return 0;
+}
+
+void loss_nll_positions(const struct loss_params *p, const struct loss_dims *d,
+                        const struct tensor *logp, const struct tensor *target,
+                        const struct tensor *weight, double *loss, double *weight_sum)
+{
+    const int64_t count = d->n * d->d;
+#pragma omp parallel for schedule(static) if (count >= LOSS_PARALLEL_MIN)
+    for (int64_t i = 0; i < count; i++) {
+        int64_t cls;
+        double w = loss_position_weight(p, target, weight, i, &cls);
+        if (cls < 0) {
+            loss[i] = 0.0;
+            continue;
+        }
+        int64_t n = i / d->d, k = i % d->d;
+        loss[i] = -loss_load(logp, (n * d->c + cls) * d->d + k) * w;
+    }
+    /* The weights are summed serially, in index order, for determinism. */
+    double ws = 0.0;
+    for (int64_t i = 0; i < count; i++) {
+        int64_t cls;
+        ws += loss_position_weight(p, target, weight, i, &cls);
+    }
+    *weight_sum = ws;
+}
+
+void loss_log_softmax(const struct loss_dims *d, const struct tensor *x, struct tensor *out)
+{
+    const int64_t count = d->n * d->d;
+#pragma omp parallel for schedule(static) if (count * d->c >= LOSS_PARALLEL_MIN)
+    for (int64_t i = 0; i < count; i++) {
+        int64_t n = i / d->d, k = i % d->d;
+        int64_t base = n * d->c * d->d + k;
+        double mx = -INFINITY;
+        for (int64_t c = 0; c < d->c; c++) {
+            double v = loss_load(x, base + c * d->d);
+            if (v > mx)
+                mx = v;
+        }
+        double sum = 0.0;
+        for (int64_t c = 0; c < d->c; c++)
+            sum += exp(loss_load(x, base + c * d->d) - mx);
+        double lse = mx + log(sum);
+        for (int64_t c = 0; c < d->c; c++)
+            loss_store(out, base + c * d->d, loss_load(x, base + c * d->d) - lse);
+    }
+}
+
+void loss_reduce(const struct loss_params *p, int64_t count, const double *loss,
+                 double weight_sum, struct tensor *out)
+{
+    if (p->reduction == LOSS_REDUCTION_NONE) {
+        for (int64_t i = 0; i < count; i++)
+            loss_store(out, i, loss[i]);
+        return;
+    }
+    double sum = 0.0;
+    for (int64_t i = 0; i < count; i++)
+        sum += loss[i];
+    /* Mean divides by the total weight of the counted positions (their
+     * number without a weight input); all positions ignored gives 0/0 = NaN,
+     * as in ONNX's reference. */
+    loss_store(out, 0, p->reduction == LOSS_REDUCTION_MEAN ? sum / weight_sum : sum);
+}
+
+/* ---- shapes ----------------------------------------------------------- */
+
+static const struct tensor *loss_input(const struct op_call *c, int i)
+{
+    return i < c->n_in ? c->in[i] : NULL;
+}
+
+static int loss_dims_get(const struct op_call *c, struct loss_dims *d)
+{
+    const struct tensor *x = loss_input(c, LOSS_IN_SCORES), *t = loss_input(c, LOSS_IN_TARGET),
+                        *w = loss_input(c, LOSS_IN_WEIGHT);
+    char a[96], b[96];
+    if (!x || !t)
+        return op_error(c, "the scores and target inputs are required");
+    if (x->dtype != ONNX_DTYPE_FLOAT && x->dtype != ONNX_DTYPE_DOUBLE)
+        return op_error(c, "input is %s; float32 and float64 are implemented",
+                        tensor_describe(x, a, sizeof a));
+    if (x->rank < 2)
+        return op_error(c, "input is %s, expected [N, C, d1..dk]", tensor_describe(x, a, sizeof a));
+    if (t->dtype != ONNX_DTYPE_INT32 && t->dtype != ONNX_DTYPE_INT64)
+        return op_error(c, "target is %s, expected int32 or int64", tensor_describe(t, a, sizeof a));
+    int ok = t->rank == x->rank - 1 && t->dims[0] == x->dims[0];
+    for (int i = 1; ok && i < t->rank; i++)
+        ok = t->dims[i] == x->dims[i + 1];
+    if (!ok)
+        return op_error(c, "target is %s, expected input %s without its class axis",
+                        tensor_describe(t, a, sizeof a), tensor_describe(x, b, sizeof b));
+    if (w && (w->rank != 1 || w->dims[0] != x->dims[1] || w->dtype != x->dtype))
+        return op_error(c, "weight is %s, expected %s[%lld] (one per class)",
+                        tensor_describe(w, a, sizeof a), onnx_dtype_name(x->dtype), (long long)x->dims[1]);
+    d->n = x->dims[0];
+    d->c = x->dims[1];
+    d->d = 1;
+    for (int i = 2; i < x->rank; i++)
+        d->d *= x->dims[i];
+    return 0;
+}
+
+static int loss_infer(struct op_call *c)
+{
+    const struct loss_params *p = c->params;
+    struct loss_dims d;
+    if (loss_dims_get(c, &d))
+        return -1;
+    const struct tensor *x = c->in[LOSS_IN_SCORES], *t = c->in[LOSS_IN_TARGET];
+    struct tensor *out = c->n_out > 0 ? c->out[0] : NULL;
+    if (out) {
+        out->dtype = x->dtype;
+        out->rank = p->reduction == LOSS_REDUCTION_NONE ? t->rank : 0;
+        for (int i = 0; i < out->rank; i++)
+            out->dims[i] = t->dims[i];
+    }
+    struct tensor *log_prob = c->n_out > 1 ? c->out[1] : NULL;
+    if (log_prob) {
+        log_prob->dtype = x->dtype;
+        log_prob->rank = x->rank;
+        memcpy(log_prob->dims, x->dims, sizeof x->dims);
+    }
+    return 0;
+}
+
+static struct op_cost nll_cost(const struct op_call *c)
+{
+    struct op_cost cost = cost_memory(c);
+    if (c->n_in > 1 && c->in[1])
+        cost.flops = 2.0 * (double)tensor_numel(c->in[1]);
+    return cost;
+}
+
+static struct op_cost sce_cost(const struct op_call *c)
+{
+    struct op_cost cost = cost_memory(c);
+    if (c->n_in > 0 && c->in[0])   /* max, exp, sum, log, subtract per score */
+        cost.flops = 5.0 * (double)tensor_numel(c->in[0]);
+    return cost;
+}
+
+/* ---- kernels ---------------------------------------------------------- */
+
+/* NLL from log-probabilities logp into out, with per-position scratch.
+ * The targets must have been checked. */
+static int loss_nll_run(struct op_call *c, const struct loss_dims *d, const struct tensor *logp)
+{
+    const struct loss_params *p = c->params;
+    const struct tensor *t = c->in[LOSS_IN_TARGET], *w = loss_input(c, LOSS_IN_WEIGHT);
+    double *loss = rnn_scratch_alloc(c, (size_t)(d->n * d->d) * sizeof(double));
+    if (!loss)
+        return -1;
+    double weight_sum;
+    loss_nll_positions(p, d, logp, t, w, loss, &weight_sum);
+    if (c->n_out > 0 && c->out[0])
+        loss_reduce(p, d->n * d->d, loss, weight_sum, c->out[0]);
+    rnn_scratch_free(c, loss);
+    return 0;
+}
+
+static int nll_cpu(struct op_call *c)
+{
+    struct loss_dims d;
+    if (loss_dims_get(c, &d))
+        return -1;
+    if (loss_targets_check(c, c->params, c->in[LOSS_IN_TARGET], d.c))
+        return -1;
+    return loss_nll_run(c, &d, c->in[LOSS_IN_SCORES]);
+}
+
+static int sce_cpu(struct op_call *c)
+{
+    struct loss_dims d;
+    if (loss_dims_get(c, &d))
+        return -1;
+    const struct tensor *x = c->in[LOSS_IN_SCORES];
+    if (loss_targets_check(c, c->params, c->in[LOSS_IN_TARGET], d.c))
+        return -1;
+    /* The log-probabilities go straight into the optional output when it is
+     * wanted, else into scratch. */
+    struct tensor lp = *x;
+    struct tensor *log_prob = c->n_out > 1 ? c->out[1] : NULL;
+    if (log_prob)
+        lp.data = log_prob->data;
+    else if (!(lp.data = rnn_scratch_alloc(c, tensor_size_bytes(x))))
+        return -1;
+    loss_log_softmax(&d, x, &lp);
+    int rc = loss_nll_run(c, &d, &lp);
+    if (!log_prob)
+        rnn_scratch_free(c, lp.data);
+    return rc;
+}
+
+const struct op_def op_softmax_cross_entropy_loss = {
+    .domain = "", .name = "SoftmaxCrossEntropyLoss", .since = { 12, 13 },
+    .min_in = 2, .max_in = 3, .min_out = 1, .max_out = 2,
+    .parse = loss_parse, .infer = loss_infer, .cost = sce_cost,
+    .kernel = { [BACKEND_CPU] = sce_cpu },
+};
+
+const struct op_def op_negative_log_likelihood_loss = {
+    .domain = "", .name = "NegativeLogLikelihoodLoss", .since = { 12, 13, 22 },
+    .min_in = 2, .max_in = 3, .min_out = 1, .max_out = 1,
+    .parse = loss_parse, .infer = loss_infer, .cost = nll_cost,
+    .kernel = { [BACKEND_CPU] = nll_cpu },
+};

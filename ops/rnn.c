@@ -1,0 +1,768 @@
+/* ops/rnn.c — LSTM, GRU and RNN (opsets 7, 14, 22; 14 adds the batch-first
+ * `layout`, 22 only widens the types).
+ *
+ * One forward routine serves the three layers: per direction, the input
+ * projection X·W^T of every time step is a single GEMM, then each step does
+ * one recurrent GEMM H_{t-1}·R^T over the batch and the gate arithmetic row by
+ * row. The routine can save gate values, cell and hidden states into
+ * caller-provided buffers (struct rnn_saved) so that the backward kernels of a
+ * later issue replay exactly this code instead of a second implementation.
+ *
+ * Float32 only: OpenBLAS sgemm does the heavy lifting, and every recurrent
+ * model in scope is float32; other types are refused with a message.
+ */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/rnn-impl.h"
+
+/* Below this many gate values per step the elementwise work is not worth
+ * waking OpenMP threads for. */
+#define RNN_PARALLEL_MIN 8192
+
+void *rnn_scratch_alloc(const struct op_call *c, size_t bytes)
+{
+    void *ptr = NULL;
+    size_t rounded = (bytes + 63) / 64 * 64;
+    if (!rounded)
+        rounded = 64;
+    if (c->env && c->env->scratch_alloc)
+        ptr = c->env->scratch_alloc(c->env->ctx, rounded);
+    else
+        ptr = aligned_alloc(64, rounded);
+    if (!ptr)
+        op_error(c, "cannot get %zu bytes of kernel workspace", rounded);
+    return ptr;
+}
+
+void rnn_scratch_free(const struct op_call *c, void *ptr)
+{
+    if (!ptr)
+        return;
+    if (c->env && c->env->scratch_alloc) {
+        if (c->env->scratch_free)
+            c->env->scratch_free(c->env->ctx, ptr);
+    } else {
+        free(ptr);
+    }
+}
+
+/* ---- activations ------------------------------------------------------ */
+
+static const struct {
+    const char *name;
+    int kind;
+    float alpha, beta;         /* defaults when the lists run short */
+    int uses_alpha, uses_beta;
+} rnn_act_table[] = {
+    { "Sigmoid", RNN_ACT_SIGMOID, 0.0f, 0.0f, 0, 0 },
+    { "Tanh", RNN_ACT_TANH, 0.0f, 0.0f, 0, 0 },
+    { "Relu", RNN_ACT_RELU, 0.0f, 0.0f, 0, 0 },
+    { "Affine", RNN_ACT_AFFINE, 1.0f, 0.0f, 1, 1 },
+    { "LeakyRelu", RNN_ACT_LEAKY_RELU, 0.01f, 0.0f, 1, 0 },
+    { "ThresholdedRelu", RNN_ACT_THRESHOLDED_RELU, 1.0f, 0.0f, 1, 0 },
+    { "ScaledTanh", RNN_ACT_SCALED_TANH, 1.0f, 1.0f, 1, 1 },
+    { "HardSigmoid", RNN_ACT_HARD_SIGMOID, 0.2f, 0.5f, 1, 1 },
+    { "Elu", RNN_ACT_ELU, 1.0f, 0.0f, 1, 0 },
+    { "Softsign", RNN_ACT_SOFTSIGN, 0.0f, 0.0f, 0, 0 },
+    { "Softplus", RNN_ACT_SOFTPLUS, 0.0f, 0.0f, 0, 0 },
+};
+
+static int name_equal_nocase(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++) {
+        char ca = *a >= 'A' && *a <= 'Z' ? (char)(*a - 'A' + 'a') : *a;
+        char cb = *b >= 'A' && *b <= 'Z' ? (char)(*b - 'A' + 'a') : *b;
+        if (ca != cb)
+            return 0;
+    }
+    return *a == *b;
+}
+
+int rnn_act_parse(const char *name, struct rnn_act *out, int *uses_alpha, int *uses_beta)
+{
+    for (size_t i = 0; i < sizeof rnn_act_table / sizeof rnn_act_table[0]; i++) {
+        if (!name_equal_nocase(name, rnn_act_table[i].name))
+            continue;
+        out->kind = rnn_act_table[i].kind;
+        out->alpha = rnn_act_table[i].alpha;
+        out->beta = rnn_act_table[i].beta;
+        *uses_alpha = rnn_act_table[i].uses_alpha;
+        *uses_beta = rnn_act_table[i].uses_beta;
+        return 0;
+    }
+    return -1;
+}
+
+void rnn_act_apply(const struct rnn_act *a, float *x, int64_t n)
+{
+    /* The switch sits outside the loops so that each loop vectorises. */
+    switch (a->kind) {
+    case RNN_ACT_SIGMOID:
+        for (int64_t i = 0; i < n; i++)
+            x[i] = 1.0f / (1.0f + expf(-x[i]));
+        return;
+    case RNN_ACT_TANH:
+        for (int64_t i = 0; i < n; i++)
+            x[i] = tanhf(x[i]);
+        return;
+    case RNN_ACT_RELU:
+        for (int64_t i = 0; i < n; i++)
+            x[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        return;
+    default:
+        for (int64_t i = 0; i < n; i++)
+            x[i] = rnn_act_eval(a, x[i]);
+        return;
+    }
+}
+
+static void rnn_clip(float *x, int64_t n, float clip)
+{
+    for (int64_t i = 0; i < n; i++)
+        x[i] = x[i] < -clip ? -clip : x[i] > clip ? clip : x[i];
+}
+
+/* ---- attributes ------------------------------------------------------- */
+
+static int rnn_parse(const struct onnx_node *node, int version, int kind, void **out,
+                     char *err, size_t err_size)
+{
+    struct rnn_params *p = calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(err, err_size, "node '%s' (%s): out of memory", node->name, node->op_type);
+        return -1;
+    }
+    p->kind = kind;
+
+    const char *dir = onnx_node_attr_string(node, "direction", "forward");
+    if (!strcmp(dir, "forward")) {
+        p->direction = RNN_DIRECTION_FORWARD;
+    } else if (!strcmp(dir, "reverse")) {
+        p->direction = RNN_DIRECTION_REVERSE;
+    } else if (!strcmp(dir, "bidirectional")) {
+        p->direction = RNN_DIRECTION_BIDIRECTIONAL;
+    } else {
+        snprintf(err, err_size, "node '%s' (%s): direction '%s' is not one of forward, reverse, bidirectional",
+                 node->name, node->op_type, dir);
+        goto fail;
+    }
+    p->num_directions = p->direction == RNN_DIRECTION_BIDIRECTIONAL ? 2 : 1;
+
+    p->hidden_size = onnx_node_attr_int(node, "hidden_size", 0);
+    if (p->hidden_size < 0) {
+        snprintf(err, err_size, "node '%s' (%s): hidden_size %lld is negative",
+                 node->name, node->op_type, (long long)p->hidden_size);
+        goto fail;
+    }
+    /* layout arrived with opset 14; older models cannot mean batch-first. */
+    int64_t layout = version >= 14 ? onnx_node_attr_int(node, "layout", 0) : 0;
+    if (layout != 0 && layout != 1) {
+        snprintf(err, err_size, "node '%s' (%s): layout %lld is not 0 or 1",
+                 node->name, node->op_type, (long long)layout);
+        goto fail;
+    }
+    p->layout = (int)layout;
+
+    const struct onnx_attr *clip = onnx_node_attr(node, "clip");
+    if (clip) {
+        if (!(clip->f > 0.0f)) {
+            snprintf(err, err_size, "node '%s' (%s): clip %g must be positive",
+                     node->name, node->op_type, (double)clip->f);
+            goto fail;
+        }
+        p->has_clip = 1;
+        p->clip = clip->f;
+    }
+    if (kind == RNN_KIND_LSTM)
+        p->input_forget = onnx_node_attr_int(node, "input_forget", 0) != 0;
+    if (kind == RNN_KIND_GRU)
+        p->linear_before_reset = onnx_node_attr_int(node, "linear_before_reset", 0) != 0;
+
+    static const char *const defaults[3][3] = {
+        [RNN_KIND_RNN] = { "Tanh" },
+        [RNN_KIND_GRU] = { "Sigmoid", "Tanh" },
+        [RNN_KIND_LSTM] = { "Sigmoid", "Tanh", "Tanh" },
+    };
+    p->acts_per_dir = kind == RNN_KIND_LSTM ? 3 : kind == RNN_KIND_GRU ? 2 : 1;
+    int want = p->acts_per_dir * p->num_directions;
+    const struct onnx_attr *acts = onnx_node_attr(node, "activations");
+    const struct onnx_attr *alphas = onnx_node_attr(node, "activation_alpha");
+    const struct onnx_attr *betas = onnx_node_attr(node, "activation_beta");
+    int n_acts = acts ? acts->n : 0;
+    if (acts && n_acts != p->acts_per_dir && n_acts != want) {
+        snprintf(err, err_size, "node '%s' (%s): %d activations given, expected %d (or %d per direction)",
+                 node->name, node->op_type, n_acts, want, p->acts_per_dir);
+        goto fail;
+    }
+    /* activation_alpha / activation_beta are consumed in list order by the
+     * functions that take them (onnxruntime's reading of the spec); functions
+     * past the end of a list keep their defaults. */
+    int next_alpha = 0, next_beta = 0;
+    for (int i = 0; i < want; i++) {
+        const char *name = i < n_acts ? acts->strings[i] : NULL;
+        if (!name) {
+            if (n_acts) {   /* one list for both directions */
+                p->acts[i] = p->acts[i - p->acts_per_dir];
+                continue;
+            }
+            name = defaults[kind][i % p->acts_per_dir];
+        }
+        int ua, ub;
+        if (rnn_act_parse(name, &p->acts[i], &ua, &ub)) {
+            snprintf(err, err_size, "node '%s' (%s): activation '%s' is not one of Sigmoid, Tanh, Relu, "
+                     "Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, Elu, Softsign, Softplus",
+                     node->name, node->op_type, name);
+            goto fail;
+        }
+        if (ua && alphas && next_alpha < alphas->n)
+            p->acts[i].alpha = alphas->floats[next_alpha++];
+        if (ub && betas && next_beta < betas->n)
+            p->acts[i].beta = betas->floats[next_beta++];
+    }
+    *out = p;
+    return 0;
+fail:
+    free(p);
+    return -1;
+}
+
+static int lstm_parse(const struct onnx_node *node, int version, void **params, char *err, size_t err_size)
+{
+    return rnn_parse(node, version, RNN_KIND_LSTM, params, err, err_size);
+}
+
+static int gru_parse(const struct onnx_node *node, int version, void **params, char *err, size_t err_size)
+{
+    return rnn_parse(node, version, RNN_KIND_GRU, params, err, err_size);
+}
+
+static int simple_rnn_parse(const struct onnx_node *node, int version, void **params, char *err, size_t err_size)
+{
+    return rnn_parse(node, version, RNN_KIND_RNN, params, err, err_size);
+}
+
+/* ---- shapes ----------------------------------------------------------- */
+
+enum { RNN_IN_X, RNN_IN_W, RNN_IN_R, RNN_IN_B, RNN_IN_SEQ_LENS, RNN_IN_INITIAL_H,
+       RNN_IN_INITIAL_C, RNN_IN_P };
+
+static const struct tensor *rnn_input(const struct op_call *c, int i)
+{
+    return i < c->n_in ? c->in[i] : NULL;
+}
+
+static int rnn_check_dims(const struct op_call *c, const struct tensor *t, const char *what,
+                          int rank, const int64_t *dims)
+{
+    int ok = t->rank == rank;
+    for (int i = 0; ok && i < rank; i++)
+        ok = t->dims[i] == dims[i];
+    if (ok)
+        return 0;
+    char got[96], want[96] = "[";
+    size_t used = 1;
+    for (int i = 0; i < rank; i++)
+        used += (size_t)snprintf(want + used, sizeof want - used, i ? ",%lld" : "%lld", (long long)dims[i]);
+    snprintf(want + used, sizeof want - used, "]");
+    return op_error(c, "%s is %s, expected shape %s", what, tensor_describe(t, got, sizeof got), want);
+}
+
+/* Validates every input against X, W and R and the attributes; fills d. */
+static int rnn_dims_get(const struct op_call *c, struct rnn_dims *d)
+{
+    const struct rnn_params *p = c->params;
+    const struct tensor *x = rnn_input(c, RNN_IN_X), *w = rnn_input(c, RNN_IN_W),
+                        *r = rnn_input(c, RNN_IN_R);
+    char buf[96];
+    if (!x || !w || !r)
+        return op_error(c, "inputs X, W and R are required");
+    if (x->dtype != ONNX_DTYPE_FLOAT)
+        return op_error(c, "X is %s; only float32 recurrent layers are implemented",
+                        tensor_describe(x, buf, sizeof buf));
+    if (x->rank != 3)
+        return op_error(c, "X is %s, expected rank 3", tensor_describe(x, buf, sizeof buf));
+    const int g = rnn_gate_count(p->kind);
+    d->dirs = p->num_directions;
+    d->seq = x->dims[p->layout ? 1 : 0];
+    d->batch = x->dims[p->layout ? 0 : 1];
+    d->input = x->dims[2];
+    if (r->rank != 3)
+        return op_error(c, "R is %s, expected rank 3", tensor_describe(r, buf, sizeof buf));
+    d->hidden = p->hidden_size ? p->hidden_size : r->dims[2];
+
+    const int64_t h = d->hidden, dirs = d->dirs;
+    const struct { int idx; const char *name; int rank; int64_t dims[3]; } shapes[] = {
+        { RNN_IN_W, "W", 3, { dirs, g * h, d->input } },
+        { RNN_IN_R, "R", 3, { dirs, g * h, h } },
+        { RNN_IN_B, "B", 2, { dirs, 2 * g * h } },
+        { RNN_IN_SEQ_LENS, "sequence_lens", 1, { d->batch } },
+        { RNN_IN_INITIAL_H, "initial_h", 3,
+          { p->layout ? d->batch : dirs, p->layout ? dirs : d->batch, h } },
+        { RNN_IN_INITIAL_C, "initial_c", 3,
+          { p->layout ? d->batch : dirs, p->layout ? dirs : d->batch, h } },
+        { RNN_IN_P, "P", 2, { dirs, 3 * h } },
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const struct tensor *t = rnn_input(c, shapes[i].idx);
+        if (!t)
+            continue;
+        if (rnn_check_dims(c, t, shapes[i].name, shapes[i].rank, shapes[i].dims))
+            return -1;
+        if (shapes[i].idx == RNN_IN_SEQ_LENS) {
+            if (t->dtype != ONNX_DTYPE_INT32 && t->dtype != ONNX_DTYPE_INT64)
+                return op_error(c, "sequence_lens is %s, expected int32",
+                                tensor_describe(t, buf, sizeof buf));
+        } else if (t->dtype != x->dtype) {
+            return op_error(c, "%s is %s, expected the type of X (%s)", shapes[i].name,
+                            tensor_describe(t, buf, sizeof buf), onnx_dtype_name(x->dtype));
+        }
+    }
+    return 0;
+}
+
+static void rnn_set_shape(struct tensor *t, int dtype, int rank, const int64_t *dims)
+{
+    t->dtype = dtype;
+    t->rank = rank;
+    for (int i = 0; i < rank; i++)
+        t->dims[i] = dims[i];
+}
+
+static int rnn_infer(struct op_call *c)
+{
+    const struct rnn_params *p = c->params;
+    struct rnn_dims d;
+    if (rnn_dims_get(c, &d))
+        return -1;
+    int dtype = c->in[RNN_IN_X]->dtype;
+    if (c->n_out > 0 && c->out[0]) {
+        int64_t y0[4] = { d.seq, d.dirs, d.batch, d.hidden };
+        int64_t y1[4] = { d.batch, d.seq, d.dirs, d.hidden };
+        rnn_set_shape(c->out[0], dtype, 4, p->layout ? y1 : y0);
+    }
+    int64_t s0[3] = { d.dirs, d.batch, d.hidden };
+    int64_t s1[3] = { d.batch, d.dirs, d.hidden };
+    for (int i = 1; i < c->n_out && i < 3; i++)
+        if (c->out[i])
+            rnn_set_shape(c->out[i], dtype, 3, p->layout ? s1 : s0);
+    return 0;
+}
+
+static struct op_cost rnn_cost(const struct op_call *c)
+{
+    const struct rnn_params *p = c->params;
+    struct op_cost cost = cost_memory(c);
+    struct rnn_dims d;
+    if (!c->in || c->n_in < 3 || !c->in[0] || !c->in[2] || c->in[0]->rank != 3 || c->in[2]->rank != 3)
+        return cost;
+    d.seq = c->in[0]->dims[p->layout ? 1 : 0];
+    d.batch = c->in[0]->dims[p->layout ? 0 : 1];
+    d.input = c->in[0]->dims[2];
+    d.hidden = c->in[2]->dims[2];
+    double gh = (double)rnn_gate_count(p->kind) * (double)d.hidden;
+    double rows = (double)d.seq * (double)d.batch * p->num_directions;
+    /* two GEMMs (input and recurrent) plus about ten flops per gate value */
+    cost.flops = rows * gh * (2.0 * (double)d.input + 2.0 * (double)d.hidden + 10.0);
+    return cost;
+}
+
+/* ---- the forward pass ------------------------------------------------- */
+
+size_t rnn_work_floats(const struct rnn_params *p, const struct rnn_dims *d)
+{
+    size_t gh = (size_t)rnn_gate_count(p->kind) * (size_t)d->hidden;
+    size_t b = (size_t)d->batch, bh = b * (size_t)d->hidden;
+    return (size_t)d->seq * b * gh   /* input projection of every step */
+           + b * gh                  /* recurrent projection of one step, then the gates */
+           + gh                      /* summed biases */
+           + 4 * bh;                 /* H, C, and GRU's r ⊙ H and R_h products */
+}
+
+struct rnn_step_ctx {
+    const struct rnn_params *p;
+    const struct rnn_dims *d;
+    const struct rnn_io *io;
+    struct rnn_saved *save;
+    int dir, reverse;
+    const struct rnn_act *acts;
+    const float *xp, *wb, *rb, *peep;
+    float *hr, *h, *c, *tmp, *rh;
+};
+
+/* Time index of batch row b at step s, or -1 when its sequence has ended. */
+static int64_t rnn_time(const struct rnn_step_ctx *k, int64_t s, int64_t b)
+{
+    int64_t len = k->io->seq_lens ? k->io->seq_lens[b] : k->d->seq;
+    if (s >= len)
+        return -1;
+    return k->reverse ? len - 1 - s : s;
+}
+
+static int64_t rnn_x_row(const struct rnn_step_ctx *k, int64_t t, int64_t b)
+{
+    return k->p->layout ? b * k->d->seq + t : t * k->d->batch + b;
+}
+
+static float *rnn_saved_row(const struct rnn_step_ctx *k, float *base, int64_t t, int64_t b, int64_t width)
+{
+    return base + (((int64_t)k->dir * k->d->seq + t) * k->d->batch + b) * width;
+}
+
+static void rnn_write_y(const struct rnn_step_ctx *k, int64_t t, int64_t b, const float *hb)
+{
+    const struct rnn_dims *d = k->d;
+    if (k->save && k->save->hiddens)
+        memcpy(rnn_saved_row(k, k->save->hiddens, t, b, d->hidden), hb, (size_t)d->hidden * sizeof(float));
+    if (!k->io->y)
+        return;
+    int64_t off = k->p->layout ? ((b * d->seq + t) * d->dirs + k->dir) * d->hidden
+                               : ((t * d->dirs + k->dir) * d->batch + b) * d->hidden;
+    memcpy(k->io->y + off, hb, (size_t)d->hidden * sizeof(float));
+}
+
+static void rnn_save(const struct rnn_step_ctx *k, float *base, int64_t t, int64_t b, int64_t width,
+                     int64_t offset, const float *src, int64_t n)
+{
+    if (base)
+        memcpy(rnn_saved_row(k, base, t, b, width) + offset, src, (size_t)n * sizeof(float));
+}
+
+static void lstm_step_row(const struct rnn_step_ctx *k, int64_t t, int64_t b)
+{
+    const int64_t h = k->d->hidden, gh = 4 * h;
+    float *g = k->hr + b * gh;
+    const float *xr = k->xp + rnn_x_row(k, t, b) * gh;
+    float *gi = g, *go = g + h, *gf = g + 2 * h, *gc = g + 3 * h;
+    float *cb = k->c + b * h, *hb = k->h + b * h;
+    float *pre = k->save ? k->save->gates_pre : NULL;
+
+    for (int64_t j = 0; j < gh; j++)
+        g[j] += xr[j];
+    if (k->peep) {
+        /* P is [i, o, f]; the input and forget peepholes see C_{t-1}. */
+        for (int64_t j = 0; j < h; j++) {
+            gi[j] += k->peep[j] * cb[j];
+            gf[j] += k->peep[2 * h + j] * cb[j];
+        }
+    }
+    rnn_save(k, pre, t, b, gh, 0, gi, h);
+    rnn_save(k, pre, t, b, gh, 2 * h, gf, 2 * h);
+    if (k->p->has_clip) {
+        rnn_clip(gi, h, k->p->clip);
+        rnn_clip(gf, 2 * h, k->p->clip);
+    }
+    rnn_act_apply(&k->acts[0], gi, h);
+    if (k->p->input_forget) {
+        for (int64_t j = 0; j < h; j++)
+            gf[j] = 1.0f - gi[j];
+    } else {
+        rnn_act_apply(&k->acts[0], gf, h);
+    }
+    rnn_act_apply(&k->acts[1], gc, h);
+    for (int64_t j = 0; j < h; j++)
+        cb[j] = gf[j] * cb[j] + gi[j] * gc[j];
+    if (k->peep)   /* the output peephole sees the new C_t */
+        for (int64_t j = 0; j < h; j++)
+            go[j] += k->peep[h + j] * cb[j];
+    rnn_save(k, pre, t, b, gh, h, go, h);
+    if (k->p->has_clip)
+        rnn_clip(go, h, k->p->clip);
+    rnn_act_apply(&k->acts[0], go, h);
+    memcpy(hb, cb, (size_t)h * sizeof(float));
+    rnn_act_apply(&k->acts[2], hb, h);
+    for (int64_t j = 0; j < h; j++)
+        hb[j] *= go[j];
+    if (k->save) {
+        rnn_save(k, k->save->gates, t, b, gh, 0, g, gh);
+        rnn_save(k, k->save->cells, t, b, h, 0, cb, h);
+    }
+    rnn_write_y(k, t, b, hb);
+}
+
+/* GRU, first half: z and r, then what the candidate's R_h product needs. */
+static void gru_gates_row(const struct rnn_step_ctx *k, int64_t t, int64_t b)
+{
+    const int64_t h = k->d->hidden, gh = 3 * h;
+    float *g = k->hr + b * gh;
+    const float *xr = k->xp + rnn_x_row(k, t, b) * gh;
+    for (int64_t j = 0; j < 2 * h; j++)
+        g[j] += xr[j];
+    if (k->save)
+        rnn_save(k, k->save->gates_pre, t, b, gh, 0, g, 2 * h);
+    if (k->p->has_clip)
+        rnn_clip(g, 2 * h, k->p->clip);
+    rnn_act_apply(&k->acts[0], g, 2 * h);
+    const float *r = g + h, *hb = k->h + b * h;
+    if (!k->p->linear_before_reset) {
+        float *tb = k->tmp + b * h;
+        for (int64_t j = 0; j < h; j++)
+            tb[j] = r[j] * hb[j];
+    }
+}
+
+/* GRU, second half: the candidate h~ and the new state. rh holds the R_h
+ * product (with Rb_h added) of this row. */
+static void gru_update_row(const struct rnn_step_ctx *k, int64_t t, int64_t b)
+{
+    const int64_t h = k->d->hidden, gh = 3 * h;
+    float *g = k->hr + b * gh;
+    const float *xr = k->xp + rnn_x_row(k, t, b) * gh;
+    const float *z = g, *r = g + h, *rh = k->rh + b * h;
+    float *gc = g + 2 * h, *hb = k->h + b * h;
+    if (k->p->linear_before_reset)
+        for (int64_t j = 0; j < h; j++)
+            gc[j] = xr[2 * h + j] + r[j] * rh[j];
+    else
+        for (int64_t j = 0; j < h; j++)
+            gc[j] = xr[2 * h + j] + rh[j];
+    if (k->save) {
+        rnn_save(k, k->save->gates_pre, t, b, gh, 2 * h, gc, h);
+        rnn_save(k, k->save->gru_rh, t, b, h, 0, rh, h);
+    }
+    if (k->p->has_clip)
+        rnn_clip(gc, h, k->p->clip);
+    rnn_act_apply(&k->acts[1], gc, h);
+    for (int64_t j = 0; j < h; j++)
+        hb[j] = (1.0f - z[j]) * gc[j] + z[j] * hb[j];
+    if (k->save)
+        rnn_save(k, k->save->gates, t, b, gh, 0, g, gh);
+    rnn_write_y(k, t, b, hb);
+}
+
+static void simple_rnn_step_row(const struct rnn_step_ctx *k, int64_t t, int64_t b)
+{
+    const int64_t h = k->d->hidden;
+    float *g = k->hr + b * h;
+    const float *xr = k->xp + rnn_x_row(k, t, b) * h;
+    float *hb = k->h + b * h;
+    for (int64_t j = 0; j < h; j++)
+        g[j] += xr[j];
+    if (k->save)
+        rnn_save(k, k->save->gates_pre, t, b, h, 0, g, h);
+    if (k->p->has_clip)
+        rnn_clip(g, h, k->p->clip);
+    rnn_act_apply(&k->acts[0], g, h);
+    memcpy(hb, g, (size_t)h * sizeof(float));
+    if (k->save)
+        rnn_save(k, k->save->gates, t, b, h, 0, g, h);
+    rnn_write_y(k, t, b, hb);
+}
+
+/* C = A · B^T for row-major A [m, kdim] and B [n, kdim]; ldc is C's row stride. */
+static void rnn_gemm_nt(int64_t m, int64_t n, int64_t kdim, const float *a, const float *b, float *c,
+                        int64_t ldc)
+{
+    if (m <= 0 || n <= 0)
+        return;
+    if (kdim <= 0) {
+        for (int64_t i = 0; i < m; i++)
+            memset(c + i * ldc, 0, (size_t)n * sizeof(float));
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)kdim, 1.0f, a, (int)kdim,
+                b, (int)kdim, 0.0f, c, (int)ldc);
+}
+
+/* Copies the initial state of direction `dir` (or zeros) into the
+ * seq-major working buffer [batch, hidden]. */
+static void rnn_state_init(const struct rnn_params *p, const struct rnn_dims *d, int dir,
+                           const float *init, float *state)
+{
+    const size_t row = (size_t)d->hidden * sizeof(float);
+    for (int64_t b = 0; b < d->batch; b++) {
+        float *dst = state + b * d->hidden;
+        if (!init) {
+            memset(dst, 0, row);
+            continue;
+        }
+        int64_t off = p->layout ? (b * d->dirs + dir) * d->hidden : ((int64_t)dir * d->batch + b) * d->hidden;
+        memcpy(dst, init + off, row);
+    }
+}
+
+static void rnn_state_store(const struct rnn_params *p, const struct rnn_dims *d, int dir,
+                            const float *state, float *out)
+{
+    if (!out)
+        return;
+    for (int64_t b = 0; b < d->batch; b++) {
+        int64_t off = p->layout ? (b * d->dirs + dir) * d->hidden : ((int64_t)dir * d->batch + b) * d->hidden;
+        memcpy(out + off, state + b * d->hidden, (size_t)d->hidden * sizeof(float));
+    }
+}
+
+void rnn_forward_f32(const struct rnn_params *p, const struct rnn_dims *d,
+                     const struct rnn_io *io, struct rnn_saved *save, float *work)
+{
+    const int64_t g = rnn_gate_count(p->kind), h = d->hidden, gh = g * h;
+    const int64_t rows = d->seq * d->batch;
+    struct rnn_step_ctx k = { .p = p, .d = d, .io = io, .save = save };
+    float *xp = work;
+    k.hr = xp + rows * gh;
+    float *bias = k.hr + d->batch * gh;
+    k.h = bias + gh;
+    k.c = k.h + d->batch * h;
+    k.tmp = k.c + d->batch * h;
+    k.rh = k.tmp + d->batch * h;
+    k.xp = xp;
+
+    /* Rows past a sequence's end are never visited; their Y must read 0. */
+    if (io->y && io->seq_lens)
+        memset(io->y, 0, (size_t)(rows * d->dirs * h) * sizeof(float));
+    const int parallel = d->batch * gh >= RNN_PARALLEL_MIN;
+
+    for (int dir = 0; dir < d->dirs; dir++) {
+        k.dir = dir;
+        k.reverse = p->direction == RNN_DIRECTION_REVERSE || (p->direction == RNN_DIRECTION_BIDIRECTIONAL && dir == 1);
+        k.acts = p->acts + dir * p->acts_per_dir;
+        k.peep = io->p ? io->p + dir * 3 * h : NULL;
+        const float *w = io->w + dir * gh * d->input;
+        const float *r = io->r + dir * gh * h;
+        const float *wb = io->b ? io->b + dir * 2 * gh : NULL;
+        const float *rb = wb ? wb + gh : NULL;
+
+        /* Both biases fold into the input projection, except GRU's Rb_h,
+         * which belongs inside r ⊙ (...) with linear_before_reset and is
+         * added to the R_h product in either case. */
+        for (int64_t j = 0; j < gh; j++)
+            bias[j] = wb ? wb[j] + (p->kind == RNN_KIND_GRU && j >= 2 * h ? 0.0f : rb[j]) : 0.0f;
+        rnn_gemm_nt(rows, gh, d->input, io->x, w, xp, gh);
+#pragma omp parallel for schedule(static) if (rows * gh >= RNN_PARALLEL_MIN)
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < gh; j++)
+                xp[i * gh + j] += bias[j];
+
+        rnn_state_init(p, d, dir, io->initial_h, k.h);
+        if (p->kind == RNN_KIND_LSTM)
+            rnn_state_init(p, d, dir, io->initial_c, k.c);
+
+        for (int64_t s = 0; s < d->seq; s++) {
+            if (p->kind == RNN_KIND_LSTM) {
+                rnn_gemm_nt(d->batch, gh, h, k.h, r, k.hr, gh);
+#pragma omp parallel for schedule(static) if (parallel)
+                for (int64_t b = 0; b < d->batch; b++) {
+                    int64_t t = rnn_time(&k, s, b);
+                    if (t >= 0)
+                        lstm_step_row(&k, t, b);
+                }
+            } else if (p->kind == RNN_KIND_RNN) {
+                rnn_gemm_nt(d->batch, gh, h, k.h, r, k.hr, gh);
+#pragma omp parallel for schedule(static) if (parallel)
+                for (int64_t b = 0; b < d->batch; b++) {
+                    int64_t t = rnn_time(&k, s, b);
+                    if (t >= 0)
+                        simple_rnn_step_row(&k, t, b);
+                }
+            } else {
+                const int lbr = p->linear_before_reset;
+                /* With linear_before_reset the candidate's R_h product needs
+                 * only H_{t-1} and joins the z, r GEMM; without, it needs
+                 * r ⊙ H_{t-1} and so waits for r. */
+                rnn_gemm_nt(d->batch, lbr ? gh : 2 * h, h, k.h, r, k.hr, gh);
+#pragma omp parallel for schedule(static) if (parallel)
+                for (int64_t b = 0; b < d->batch; b++) {
+                    int64_t t = rnn_time(&k, s, b);
+                    if (t >= 0)
+                        gru_gates_row(&k, t, b);
+                    else if (!lbr)
+                        memset(k.tmp + b * h, 0, (size_t)h * sizeof(float));
+                }
+                if (!lbr)
+                    rnn_gemm_nt(d->batch, h, h, k.tmp, r + 2 * h * h, k.rh, h);
+                for (int64_t b = 0; b < d->batch; b++) {
+                    float *rhb = k.rh + b * h;
+                    const float *src = lbr ? k.hr + b * gh + 2 * h : rhb;
+                    for (int64_t j = 0; j < h; j++)
+                        rhb[j] = src[j] + (rb ? rb[2 * h + j] : 0.0f);
+                }
+#pragma omp parallel for schedule(static) if (parallel)
+                for (int64_t b = 0; b < d->batch; b++) {
+                    int64_t t = rnn_time(&k, s, b);
+                    if (t >= 0)
+                        gru_update_row(&k, t, b);
+                }
+            }
+        }
+        rnn_state_store(p, d, dir, k.h, io->y_h);
+        if (p->kind == RNN_KIND_LSTM)
+            rnn_state_store(p, d, dir, k.c, io->y_c);
+    }
+}
+
+/* ---- the kernel ------------------------------------------------------- */
+
+static const float *rnn_data(const struct op_call *c, int i)
+{
+    const struct tensor *t = rnn_input(c, i);
+    return t ? (const float *)t->data : NULL;
+}
+
+static int rnn_cpu(struct op_call *c)
+{
+    const struct rnn_params *p = c->params;
+    struct rnn_dims d;
+    if (rnn_dims_get(c, &d))
+        return -1;
+    const struct tensor *lens_t = rnn_input(c, RNN_IN_SEQ_LENS);
+    size_t n_work = rnn_work_floats(p, &d);
+    size_t bytes = n_work * sizeof(float) + (lens_t ? (size_t)d.batch * sizeof(int32_t) : 0);
+    float *work = rnn_scratch_alloc(c, bytes);
+    if (!work)
+        return -1;
+    int32_t *lens = NULL;
+    if (lens_t) {
+        lens = (int32_t *)(work + n_work);
+        for (int64_t b = 0; b < d.batch; b++) {
+            int64_t v = tensor_get_int(lens_t, b);
+            if (v < 0 || v > d.seq) {
+                rnn_scratch_free(c, work);
+                return op_error(c, "sequence_lens[%lld] = %lld is outside [0, %lld] (the sequence length of X)",
+                                (long long)b, (long long)v, (long long)d.seq);
+            }
+            lens[b] = (int32_t)v;
+        }
+    }
+    struct tensor *y = c->n_out > 0 ? c->out[0] : NULL;
+    struct tensor *y_h = c->n_out > 1 ? c->out[1] : NULL;
+    struct tensor *y_c = c->n_out > 2 && p->kind == RNN_KIND_LSTM ? c->out[2] : NULL;
+    struct rnn_io io = {
+        .x = rnn_data(c, RNN_IN_X),
+        .w = rnn_data(c, RNN_IN_W),
+        .r = rnn_data(c, RNN_IN_R),
+        .b = rnn_data(c, RNN_IN_B),
+        .seq_lens = lens,
+        .initial_h = rnn_data(c, RNN_IN_INITIAL_H),
+        .initial_c = p->kind == RNN_KIND_LSTM ? rnn_data(c, RNN_IN_INITIAL_C) : NULL,
+        .p = p->kind == RNN_KIND_LSTM ? rnn_data(c, RNN_IN_P) : NULL,
+        .y = y ? y->data : NULL,
+        .y_h = y_h ? y_h->data : NULL,
+        .y_c = y_c ? y_c->data : NULL,
+    };
+    rnn_forward_f32(p, &d, &io, NULL, work);
+    rnn_scratch_free(c, work);
+    return 0;
+}
+
+const struct op_def op_lstm = {
+    .domain = "", .name = "LSTM", .since = { 7, 14, 22 },
+    .min_in = 3, .max_in = 8, .min_out = 0, .max_out = 3,
+    .parse = lstm_parse, .infer = rnn_infer, .cost = rnn_cost,
+    .kernel = { [BACKEND_CPU] = rnn_cpu },
+};
+
+const struct op_def op_gru = {
+    .domain = "", .name = "GRU", .since = { 7, 14, 22 },
+    .min_in = 3, .max_in = 6, .min_out = 0, .max_out = 2,
+    .parse = gru_parse, .infer = rnn_infer, .cost = rnn_cost,
+    .kernel = { [BACKEND_CPU] = rnn_cpu },
+};
+
+const struct op_def op_rnn = {
+    .domain = "", .name = "RNN", .since = { 7, 14, 22 },
+    .min_in = 3, .max_in = 6, .min_out = 0, .max_out = 2,
+    .parse = simple_rnn_parse, .infer = rnn_infer, .cost = rnn_cost,
+    .kernel = { [BACKEND_CPU] = rnn_cpu },
+};
