@@ -3,7 +3,7 @@
  * The tensor struct, the backend interface, the operator registry and one
  * file per operator (or family) holding, side by side: attribute parsing from
  * the onnx/ IR, shape inference, a cost estimate, the kernels per backend and
- * (later) the gradient emitter.
+ * the gradient emitter.
  *
  * ops/ knows nothing of the arena, the interpreter or DTR. A kernel receives
  * its inputs and its already-allocated outputs in a `struct op_call`; whatever
@@ -80,6 +80,7 @@ struct op_env {
 };
 
 struct op_def;
+struct grad_ctx;
 
 struct op_call {
     const struct op_def *def;
@@ -128,7 +129,54 @@ struct op_def {
     /* Output 0 is input 0's bytes under a new shape (Reshape, Squeeze, ...):
      * the runtime shares the memory and no kernel runs. */
     int alias;
+    /* Emits the backward calls of one forward call (see struct grad_ctx);
+     * NULL when the op is not differentiable. */
+    int (*grad)(struct grad_ctx *g);
+    /* Forward inputs (bit i) and outputs (bit j) whose VALUES the gradient
+     * emitter reads: the runtime keeps exactly these alive for the backward
+     * pass (shapes are always available). */
+    uint32_t grad_saves_in;
+    uint32_t grad_saves_out;
 };
+
+/* ---- gradients ------------------------------------------------------------
+ * When the runtime walks its tape backwards it hands each forward call's
+ * emitter a grad_ctx. The emitter issues ordinary operator calls through
+ * emit(), so backward work runs through the same single execution function
+ * as everything else and stays recomputable. Values are runtime handles
+ * (ints, -1 = none); shapes of any handle can be read with shape(). Emitted
+ * ops are looked up in the default domain at the newest opset, then in the
+ * "dtrexec" domain where gradient kernels (ConvGradData, ReluGrad, ...) live.
+ * Attributes of emitted calls are given as onnx_attr arrays and parsed by the
+ * op's own parse(), so every closure is built the same way. */
+struct grad_ctx {
+    void *ctx;
+    const struct op_call *fwd;     /* forward call: params, version, shapes */
+    const struct onnx_node *node;  /* forward node: its attributes can be reused */
+    const int *in;                 /* handles of the forward inputs (-1 omitted) */
+    const int *out;                /* handles of the forward outputs */
+    const int *dy;                 /* gradient handle per forward output, -1 none */
+    const uint8_t *need_dx;        /* 1 where forward input i wants a gradient */
+    int (*emit)(struct grad_ctx *g, const char *op, const struct onnx_attr *attrs, int n_attrs,
+                int n_in, const int *in, int n_out, int *out);
+    /* Adds handle h to the gradient of forward input i (fan-out accumulates). */
+    int (*add_dx)(struct grad_ctx *g, int i, int h);
+    /* A constant tensor (copied) as a new handle. */
+    int (*constant)(struct grad_ctx *g, const struct tensor *t);
+    const struct tensor *(*shape)(struct grad_ctx *g, int h);
+    char *err;
+    size_t err_size;
+};
+
+/* Sums h over the axes along which `target` was broadcast to h's shape and
+ * reshapes to `target`: the one broadcasting reduction of every gradient. */
+int grad_reduce_to(struct grad_ctx *g, int h, const struct tensor *target, int *out);
+/* add_dx(i, reduce_to(h, shape of input i)) when input i wants a gradient. */
+int grad_add_dx_broadcast(struct grad_ctx *g, int i, int h);
+/* A 1-D int64 constant handle. */
+int grad_const_i64(struct grad_ctx *g, int n, const int64_t *values);
+/* Writes a message into g->err; returns -1. */
+int grad_error(struct grad_ctx *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The highest-version implementation of (domain, name) not above `opset`, or
  * NULL; *version receives the resolved since-version. */

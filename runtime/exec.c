@@ -15,7 +15,7 @@ static enum dtrx_status alias_output(struct dtrx_session *s, struct rt_call *c,
     if (tensor_numel(&dst->t) != tensor_numel(src) || dst->t.dtype != src->dtype)
         return rt_fail(DTRX_ERR_INTERNAL, "node '%s' (%s): view changes the element count or type",
                        c->name, c->def->name);
-    struct rt_value *owner = &s->values[c->in[0]];
+    struct rt_value *owner = s->values[c->in[0]];
     dst->storage = owner->storage;
     if (dst->storage)
         dst->storage->refs++;
@@ -43,7 +43,7 @@ enum dtrx_status rt_call_exec(struct dtrx_session *s, struct rt_call *c)
             in[i] = NULL;
             continue;
         }
-        struct rt_value *v = &s->values[c->in[i]];
+        struct rt_value *v = s->values[c->in[i]];
         if (!v->storage) {
             st = rt_fail(DTRX_ERR_INTERNAL, "node '%s': input '%s' is not resident", c->name, v->name);
             goto done;
@@ -51,7 +51,7 @@ enum dtrx_status rt_call_exec(struct dtrx_session *s, struct rt_call *c)
         in[i] = &v->t;
     }
     for (int i = 0; i < c->n_out; i++) {
-        out[i] = c->out[i] < 0 ? NULL : &s->values[c->out[i]].t;
+        out[i] = c->out[i] < 0 ? NULL : &s->values[c->out[i]]->t;
         if (out[i])
             memset(out[i], 0, sizeof *out[i]);
     }
@@ -68,7 +68,7 @@ enum dtrx_status rt_call_exec(struct dtrx_session *s, struct rt_call *c)
     for (int i = 0; i < c->n_out && !st; i++) {
         if (!out[i])
             continue;
-        struct rt_value *v = &s->values[c->out[i]];
+        struct rt_value *v = s->values[c->out[i]];
         st = c->def->alias && i == 0 ? alias_output(s, c, in[0], v) : rt_value_alloc(s, v);
     }
     if (st)

@@ -22,7 +22,7 @@ static int64_t index_bound(const struct dtrx_session *s, int value_id)
         const struct rt_call *c = &s->calls[k];
         if (strcmp(c->def->name, "Gather") || c->n_in < 2 || c->in[1] != value_id || c->in[0] < 0)
             continue;
-        const struct rt_value *table = &s->values[c->in[0]];
+        const struct rt_value *table = s->values[c->in[0]];
         if (table->kind == RT_VALUE_INITIALIZER && table->t.rank > 0 &&
             (!bound || table->t.dims[0] < bound))
             bound = table->t.dims[0];

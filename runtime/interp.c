@@ -6,6 +6,25 @@
 
 #include "runtime/runtime-impl.h"
 
+int rt_value_new(struct dtrx_session *s, const char *name, int kind)
+{
+    if (s->n_values == s->values_capacity) {
+        int cap = s->values_capacity ? s->values_capacity * 2 : 256;
+        struct rt_value **grown = realloc(s->values, sizeof *grown * (size_t)cap);
+        if (!grown)
+            return -1;
+        s->values = grown;
+        s->values_capacity = cap;
+    }
+    struct rt_value *v = calloc(1, sizeof *v);
+    if (!v)
+        return -1;
+    v->name = name;
+    v->kind = kind;
+    s->values[s->n_values] = v;
+    return s->n_values++;
+}
+
 enum dtrx_status rt_value_alloc(struct dtrx_session *s, struct rt_value *v)
 {
     size_t bytes = tensor_size_bytes(&v->t);
@@ -49,8 +68,8 @@ static double now_seconds(void)
 static void release_intermediates(struct dtrx_session *s)
 {
     for (int i = 0; i < s->n_values; i++)
-        if (s->values[i].kind == RT_VALUE_INTERMEDIATE)
-            rt_value_release(s, &s->values[i]);
+        if (s->values[i]->kind == RT_VALUE_INTERMEDIATE)
+            rt_value_release(s, s->values[i]);
 }
 
 static enum dtrx_status record_step(struct dtrx_session *s, double seconds)
@@ -70,12 +89,12 @@ static enum dtrx_status record_step(struct dtrx_session *s, double seconds)
 enum dtrx_status dtrx_session_run(struct dtrx_session *s)
 {
     for (int i = 0; i < s->n_inputs; i++)
-        if (!s->values[s->input_values[i]].storage)
+        if (!s->values[s->input_values[i]]->storage)
             return rt_fail(DTRX_ERR_INPUT, "graph input '%s' has no value (give it with --input)",
-                           s->values[s->input_values[i]].name);
+                           s->values[s->input_values[i]]->name);
     release_intermediates(s);
     for (int i = 0; i < s->n_values; i++)
-        s->values[i].remaining = s->values[i].consumers;
+        s->values[i]->remaining = s->values[i]->consumers;
 
     double compute_before = s->stats.total_compute;
     double t0 = now_seconds();
@@ -86,7 +105,7 @@ enum dtrx_status dtrx_session_run(struct dtrx_session *s)
         for (int i = 0; i < c->n_in && !st; i++) {
             if (c->in[i] < 0)
                 continue;
-            struct rt_value *v = &s->values[c->in[i]];
+            struct rt_value *v = s->values[c->in[i]];
             if (--v->remaining == 0 && v->kind == RT_VALUE_INTERMEDIATE && !v->is_output)
                 rt_value_release(s, v);
         }
@@ -94,7 +113,7 @@ enum dtrx_status dtrx_session_run(struct dtrx_session *s)
         for (int i = 0; i < c->n_out && !st; i++) {
             if (c->out[i] < 0)
                 continue;
-            struct rt_value *v = &s->values[c->out[i]];
+            struct rt_value *v = s->values[c->out[i]];
             if (!v->consumers && !v->is_output)
                 rt_value_release(s, v);
         }

@@ -20,12 +20,9 @@ static void value_desc_from_info(struct dtrx_value_desc *d, const struct onnx_va
 
 static int new_value(struct dtrx_session *s, struct rt_names *names, const char *name, int kind)
 {
-    int id = s->n_values++;
-    struct rt_value *v = &s->values[id];
-    memset(v, 0, sizeof *v);
-    v->name = name;
-    v->kind = kind;
-    rt_names_put(names, name, id);
+    int id = rt_value_new(s, name, kind);
+    if (id >= 0)
+        rt_names_put(names, name, id);
     return id;
 }
 
@@ -85,7 +82,7 @@ static enum dtrx_status build_call(struct dtrx_session *s, struct rt_names *name
             return rt_fail(DTRX_ERR_INPUT, "node '%s': input '%s' is produced by no node, input or initializer",
                            n->name, n->inputs[i]);
         c->in[i] = id;
-        s->values[id].consumers++;
+        s->values[id]->consumers++;
     }
     for (int i = 0; i < n->n_outputs; i++) {
         if (!n->outputs[i][0]) {
@@ -96,6 +93,8 @@ static enum dtrx_status build_call(struct dtrx_session *s, struct rt_names *name
             return rt_fail(DTRX_ERR_INPUT, "node '%s': value '%s' is produced twice", n->name,
                            n->outputs[i]);
         c->out[i] = new_value(s, names, n->outputs[i], RT_VALUE_INTERMEDIATE);
+        if (c->out[i] < 0)
+            return rt_fail(DTRX_ERR_INTERNAL, "out of host memory building node '%s'", n->name);
     }
     return DTRX_OK;
 }
@@ -106,7 +105,6 @@ enum dtrx_status rt_plan_build(struct dtrx_session *s)
     int cap = g->n_initializers + g->n_inputs;
     for (int i = 0; i < g->n_nodes; i++)
         cap += g->nodes[i].n_outputs;
-    s->values = calloc((size_t)cap + 1, sizeof *s->values);
     s->calls = calloc((size_t)g->n_nodes + 1, sizeof *s->calls);
     s->input_values = calloc((size_t)g->n_inputs + 1, sizeof(int));
     s->input_desc = calloc((size_t)g->n_inputs + 1, sizeof *s->input_desc);
@@ -114,7 +112,7 @@ enum dtrx_status rt_plan_build(struct dtrx_session *s)
     s->output_values = calloc((size_t)g->n_outputs + 1, sizeof(int));
     s->output_desc = calloc((size_t)g->n_outputs + 1, sizeof *s->output_desc);
     struct rt_names names;
-    if (!s->values || !s->calls || !s->input_values || !s->input_desc || !s->input_set ||
+    if (!s->calls || !s->input_values || !s->input_desc || !s->input_set ||
         !s->output_values || !s->output_desc || rt_names_init(&names, cap))
         return rt_fail(DTRX_ERR_INTERNAL, "out of host memory building the plan");
 
@@ -126,7 +124,7 @@ enum dtrx_status rt_plan_build(struct dtrx_session *s)
             break;
         }
         int id = new_value(s, &names, init->name, RT_VALUE_INITIALIZER);
-        st = load_initializer(s, &s->values[id], init);
+        st = id < 0 ? rt_fail(DTRX_ERR_INTERNAL, "out of host memory") : load_initializer(s, s->values[id], init);
     }
     for (int i = 0; i < g->n_inputs && !st; i++) {
         const struct onnx_value_info *vi = &g->inputs[i];
@@ -139,6 +137,10 @@ enum dtrx_status rt_plan_build(struct dtrx_session *s)
             break;
         }
         s->input_values[s->n_inputs] = new_value(s, &names, vi->name, RT_VALUE_INPUT);
+        if (s->input_values[s->n_inputs] < 0) {
+            st = rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+            break;
+        }
         value_desc_from_info(&s->input_desc[s->n_inputs], vi);
         s->n_inputs++;
     }
@@ -153,7 +155,7 @@ enum dtrx_status rt_plan_build(struct dtrx_session *s)
             st = rt_fail(DTRX_ERR_INPUT, "graph output '%s' is produced by no node", vi->name);
             break;
         }
-        s->values[id].is_output = 1;
+        s->values[id]->is_output = 1;
         s->output_values[i] = id;
         value_desc_from_info(&s->output_desc[i], vi);
         s->n_outputs = i + 1;

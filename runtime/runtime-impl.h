@@ -71,7 +71,8 @@ struct dtrx_session {
     struct dtrx_options opts;
 
     int n_values;
-    struct rt_value *values;
+    int values_capacity;
+    struct rt_value **values;      /* each value stays at one address for its life */
     int n_calls;
     struct rt_call *calls;
 
@@ -100,6 +101,9 @@ enum dtrx_status rt_plan_build(struct dtrx_session *s);
 /* The one interposition point: every operator call of the runtime — forward,
  * and later backward, optimizer and recomputation — runs through here. */
 enum dtrx_status rt_call_exec(struct dtrx_session *s, struct rt_call *c);
+
+/* A new value (name borrowed: it must outlive the value); -1 on failure. */
+int rt_value_new(struct dtrx_session *s, const char *name, int kind);
 
 /* Value memory (interp.c). */
 enum dtrx_status rt_value_alloc(struct dtrx_session *s, struct rt_value *v);

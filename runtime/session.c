@@ -104,8 +104,10 @@ void dtrx_session_destroy(struct dtrx_session *s)
 {
     if (!s)
         return;
-    for (int i = 0; i < s->n_values; i++)
-        rt_value_release(s, &s->values[i]);
+    for (int i = 0; i < s->n_values; i++) {
+        rt_value_release(s, s->values[i]);
+        free(s->values[i]);
+    }
     for (int i = 0; i < s->n_calls; i++) {
         struct rt_call *c = &s->calls[i];
         if (c->params) {
@@ -195,7 +197,7 @@ enum dtrx_status dtrx_session_set_input(struct dtrx_session *s, int index, const
                                "input '%s': dimension %d is %lld, the model declares %lld", d->name, i,
                                (long long)t->dims[i], (long long)d->dims[i]);
     }
-    struct rt_value *v = &s->values[s->input_values[index]];
+    struct rt_value *v = s->values[s->input_values[index]];
     rt_value_release(s, v);
     v->t.dtype = t->dtype;
     v->t.rank = t->rank;
@@ -213,7 +215,7 @@ enum dtrx_status dtrx_session_get_output(const struct dtrx_session *s, int index
 {
     if (index < 0 || index >= s->n_outputs)
         return rt_fail(DTRX_ERR_INPUT, "output index %d out of range", index);
-    const struct rt_value *v = &s->values[s->output_values[index]];
+    const struct rt_value *v = s->values[s->output_values[index]];
     if (!v->storage)
         return rt_fail(DTRX_ERR_INPUT, "output '%s' has no value: run the session first", v->name);
     out->dtype = v->t.dtype;
