@@ -45,6 +45,7 @@
     X(op_reduce_min) \
     /* nn: conv, pool, normalization, gemm/matmul */ \
     X(op_conv) \
+    X(op_conv_transpose) \
     X(op_gemm) \
     X(op_matmul) \
     X(op_max_pool) \
