@@ -1028,6 +1028,7 @@ START_TEST(test_loss_errors)
     const struct tensor *neg[2] = { &tx, &tyn };
     ck_assert(run_node("NegativeLogLikelihoodLoss", 13, NULL, neg, 2, out, want, 1, NULL) != 0);
     ck_assert_msg(strstr(err_buf, "label -1"), "message: %s", err_buf);
+    free_outputs(out, 1);
 
     struct tensor ty_bad = make_tensor(ONNX_DTYPE_INT64, 1, (int64_t[]){ 3 }, y);
     const struct tensor *bad[2] = { &tx, &ty_bad };
