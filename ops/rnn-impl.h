@@ -128,7 +128,8 @@ size_t rnn_work_floats(const struct rnn_params *p, const struct rnn_dims *d);
 /* One forward pass of the layer described by p over the whole sequence:
  * the input projection of all time steps is one GEMM per direction, then one
  * recurrent GEMM per step. `work` holds rnn_work_floats() floats. Outputs at
- * time steps past a sequence's length are zero. Deterministic. */
+ * time steps past a sequence's length are zero, and so are the final states
+ * of a length-0 sequence (as in onnxruntime). Deterministic. */
 void rnn_forward_f32(const struct rnn_params *p, const struct rnn_dims *d,
                      const struct rnn_io *io, struct rnn_saved *save, float *work);
 

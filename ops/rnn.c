@@ -583,14 +583,19 @@ static void rnn_state_init(const struct rnn_params *p, const struct rnn_dims *d,
     }
 }
 
+/* A sequence of length 0 ends in state 0, not in its initial state: that is
+ * what onnxruntime does, and the spec says nothing either way. */
 static void rnn_state_store(const struct rnn_params *p, const struct rnn_dims *d, int dir,
-                            const float *state, float *out)
+                            const int32_t *seq_lens, const float *state, float *out)
 {
     if (!out)
         return;
     for (int64_t b = 0; b < d->batch; b++) {
         int64_t off = p->layout ? (b * d->dirs + dir) * d->hidden : ((int64_t)dir * d->batch + b) * d->hidden;
-        memcpy(out + off, state + b * d->hidden, (size_t)d->hidden * sizeof(float));
+        if (seq_lens && seq_lens[b] == 0)
+            memset(out + off, 0, (size_t)d->hidden * sizeof(float));
+        else
+            memcpy(out + off, state + b * d->hidden, (size_t)d->hidden * sizeof(float));
     }
 }
 
@@ -686,9 +691,9 @@ void rnn_forward_f32(const struct rnn_params *p, const struct rnn_dims *d,
                 }
             }
         }
-        rnn_state_store(p, d, dir, k.h, io->y_h);
+        rnn_state_store(p, d, dir, io->seq_lens, k.h, io->y_h);
         if (p->kind == RNN_KIND_LSTM)
-            rnn_state_store(p, d, dir, k.c, io->y_c);
+            rnn_state_store(p, d, dir, io->seq_lens, k.c, io->y_c);
     }
 }
 

@@ -715,6 +715,28 @@ START_TEST(test_lstm_saved_state)
 }
 END_TEST
 
+/* onnxruntime: a length-0 sequence gives Y_h = 0 (not initial_h) and Y = 0. */
+START_TEST(test_zero_length_sequence)
+{
+    const int64_t S = 2, B = 2;
+    float x[4] = { 1, 1, 1, 1 }, w[3] = { 1, 1, 1 }, r[3] = { 1, 1, 1 }, h0[2] = { 0.5f, 0.5f };
+    int32_t lens[2] = { 0, 2 };
+    struct tensor tx = make_tensor(ONNX_DTYPE_FLOAT, 3, (int64_t[]){ S, B, 1 }, x);
+    struct tensor tw = make_tensor(ONNX_DTYPE_FLOAT, 3, (int64_t[]){ 1, 3, 1 }, w);
+    struct tensor tr = make_tensor(ONNX_DTYPE_FLOAT, 3, (int64_t[]){ 1, 3, 1 }, r);
+    struct tensor tsl = make_tensor(ONNX_DTYPE_INT32, 1, (int64_t[]){ B }, lens);
+    struct tensor th = make_tensor(ONNX_DTYPE_FLOAT, 3, (int64_t[]){ 1, B, 1 }, h0);
+    const struct tensor *in[6] = { &tx, &tw, &tr, NULL, &tsl, &th };
+    struct tensor out[2];
+    int want[2] = { 1, 1 };
+    ck_assert_msg(run_node("GRU", 22, NULL, in, 6, out, want, 2, NULL) == 0, "%s", err_buf);
+    static const float y[4] = { 0.0f, 0.5706418f, 0.0f, 0.6273391f }, yh[2] = { 0.0f, 0.6273391f };
+    expect_close("GRU Y, length 0", out[0].data, y, 4, 1e-6);
+    expect_close("GRU Y_h, length 0", out[1].data, yh, 2, 1e-6);
+    free_outputs(out, 2);
+}
+END_TEST
+
 START_TEST(test_recurrent_errors)
 {
     const int64_t S = 2, B = 2, I = 3, H = 2;
@@ -1064,6 +1086,7 @@ static Suite *ops_rnn_suite(void)
     tcase_add_test(sweep, test_recurrent_sweep);
     tcase_add_test(sweep, test_recurrent_large_deterministic);
     tcase_add_test(sweep, test_lstm_saved_state);
+    tcase_add_test(sweep, test_zero_length_sequence);
     tcase_add_test(sweep, test_recurrent_errors);
     tcase_add_test(sweep, test_recurrent_versions);
     suite_add_tcase(s, sweep);
