@@ -653,8 +653,13 @@ static int graph_sort(struct onnx_graph *g, const struct name_map *producer, str
             t.pending = -1;
             if (node_each_read(&g->nodes[v], topo_read_fn, &t) != 0) {
                 const struct onnx_node *a = &g->nodes[v], *b = &g->nodes[t.cycle_from];
-                rc = onnx_error(c->err, c->err_size, "graph has a cycle: node '%s' (%s) and node '%s' (%s) depend on each other",
-                                a->name, a->op_type, b->name, b->op_type);
+                if (a == b)
+                    rc = onnx_error(c->err, c->err_size, "graph has a cycle: node '%s' (%s) reads its own output",
+                                    a->name, a->op_type);
+                else
+                    rc = onnx_error(c->err, c->err_size,
+                                    "graph has a cycle: node '%s' (%s) and node '%s' (%s) depend on each other",
+                                    a->name, a->op_type, b->name, b->op_type);
                 break;
             }
             if (t.pending >= 0) {
@@ -788,8 +793,8 @@ static int graph_from_proto(Onnx__GraphProto *gp, const struct scope *outer, int
                                gname, o, i, pn);
                 else
                     onnx_error(c->err, c->err_size,
-                               "graph '%s': value '%s' is produced twice: by node #%d and node #%zu ('%s')",
-                               gname, o, old, i, pn);
+                               "graph '%s': value '%s' is produced twice: by node #%d ('%s') and node #%zu ('%s')",
+                               gname, o, old, gp->node[old]->name ? gp->node[old]->name : "", i, pn);
                 goto fail;
             }
         }

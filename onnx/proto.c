@@ -38,7 +38,17 @@ int onnx_error_prefix(char *err, size_t size, const char *fmt, ...)
     char *old = strdup(err);
     if (!old)
         return -1;
-    snprintf(err, size, "%s: %s", prefix, old);
+    /* When the chain of contexts outgrows the buffer, keep the outermost
+     * context and the innermost cause and elide the middle. */
+    size_t need = strlen(prefix) + 2 + strlen(old);
+    if (need < size || size < 64)
+        snprintf(err, size, "%s: %s", prefix, old);
+    else {
+        size_t keep = size - 1 - (strlen(prefix) + 2 + 3);
+        if (strlen(prefix) + 2 + 3 >= size - 16)
+            keep = 12;
+        snprintf(err, size, "%s: ...%s", prefix, old + strlen(old) - keep);
+    }
     free(old);
     return -1;
 }
