@@ -53,7 +53,9 @@ static inline int64_t shape_prod(const int64_t *dims, int from, int to)
     return p;
 }
 
-/* The same parse-time message layout as op_error(): "node 'n' (Op): ...". */
+/* A parse-time message. The caller of parse (runtime/plan.c) prefixes it with
+ * "node '<name>' (<op>): ", so only the problem is written here; `node` is
+ * kept for symmetry with op_error() and for callers that want it. */
 static inline int shape_parse_error(char *err, size_t err_size, const struct onnx_node *node,
                                     const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -61,15 +63,12 @@ static inline int shape_parse_error(char *err, size_t err_size, const struct onn
 static inline int shape_parse_error(char *err, size_t err_size, const struct onnx_node *node,
                                     const char *fmt, ...)
 {
+    (void)node;
     if (!err || !err_size)
-        return -1;
-    int used = snprintf(err, err_size, "node '%s' (%s): ", node && node->name ? node->name : "?",
-                        node && node->op_type ? node->op_type : "?");
-    if (used < 0 || (size_t)used >= err_size)
         return -1;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err + used, err_size - (size_t)used, fmt, ap);
+    vsnprintf(err, err_size, fmt, ap);
     va_end(ap);
     return -1;
 }
