@@ -1,0 +1,473 @@
+/* tests/test_ops_nn.c — the nn family (Conv, ConvTranspose, Gemm, MatMul,
+ * BatchNormalization, LayerNormalization, MaxPool, AveragePool,
+ * GlobalAveragePool): every ONNX node test of these ops run directly through
+ * the registry (parse, infer, kernel; twice, to check determinism), and the
+ * compute paths (im2col+sgemm, oneDNN plain, oneDNN blocked, col2im) against
+ * straightforward reference loops on geometries the node tests do not cover.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/nn-impl.h"
+#include "ops/ops.h"
+#include "testutil.h"
+
+/* ---- scratch that counts, and a bare op_call --------------------------- */
+
+static int scratch_live;
+
+static void *test_scratch_alloc(void *ctx, size_t bytes)
+{
+    scratch_live++;
+    return aligned_alloc(64, (bytes + 63) / 64 * 64);
+}
+
+static void test_scratch_free(void *ctx, void *ptr)
+{
+    scratch_live--;
+    free(ptr);
+}
+
+static char err_buf[512];
+
+static struct op_env test_env = {
+    .scratch_alloc = test_scratch_alloc, .scratch_free = test_scratch_free,
+    .backend = &backend_cpu, .threads = 1, .err = err_buf, .err_size = sizeof err_buf,
+};
+
+static struct op_call bare_call(void)
+{
+    return (struct op_call){ .node_name = "test", .env = &test_env };
+}
+
+static uint64_t rng_state = 88172645463325252ull;
+
+static float rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (float)((rng_state >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
+}
+
+static float *rnd_array(int64_t n)
+{
+    float *p = malloc(sizeof(float) * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++)
+        p[i] = rnd();
+    return p;
+}
+
+static void assert_close(const float *got, const double *want, int64_t n, double tol, const char *what)
+{
+    for (int64_t i = 0; i < n; i++)
+        ck_assert_msg(fabs(got[i] - want[i]) <= tol * (1.0 + fabs(want[i])),
+                      "%s: expected %.6f, got %.6f at index %lld", what, want[i], got[i], (long long)i);
+}
+
+/* ---- ONNX node tests, run through the registry ------------------------------ */
+
+static const char *const nn_ops[] = {
+    "Conv", "ConvTranspose", "Gemm", "MatMul", "BatchNormalization", "LayerNormalization",
+    "MaxPool", "AveragePool", "GlobalAveragePool", NULL,
+};
+
+static int is_nn_op(const char *op)
+{
+    for (int i = 0; nn_ops[i]; i++)
+        if (!strcmp(nn_ops[i], op))
+            return 1;
+    return 0;
+}
+
+static int tensor_close(const struct tensor *got, const struct onnx_tensor *want, char *msg, size_t size)
+{
+    if (got->dtype != want->dtype || got->rank != want->rank) {
+        snprintf(msg, size, "dtype/rank %d/%d, expected %d/%d", got->dtype, got->rank, want->dtype, want->rank);
+        return 0;
+    }
+    for (int i = 0; i < got->rank; i++)
+        if (got->dims[i] != want->dims[i]) {
+            snprintf(msg, size, "dim %d is %lld, expected %lld", i, (long long)got->dims[i],
+                     (long long)want->dims[i]);
+            return 0;
+        }
+    struct tensor w = { .dtype = want->dtype, .rank = want->rank, .data = want->data };
+    memcpy(w.dims, want->dims, sizeof w.dims);
+    for (int64_t i = 0; i < tensor_numel(got); i++) {
+        double a = tensor_get_double(got, i), b = tensor_get_double(&w, i);
+        if (!(fabs(a - b) <= 1e-7 + 1e-3 * fabs(b))) {
+            snprintf(msg, size, "expected %.7g, got %.7g at index %lld", b, a, (long long)i);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Runs one single-node test folder; returns 1 if it ran and passed, 0 if it
+ * is not ours, and fails the test with the reason otherwise. */
+static int run_node_folder(const char *dir)
+{
+    char path[1500], err[512];
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    struct onnx_model *m = NULL;
+    if (onnx_model_load(path, &m, err, sizeof err))
+        return 0;
+    const struct onnx_graph *gr = m->graph;
+    if (gr->n_nodes != 1 || !is_nn_op(gr->nodes[0].op_type) || gr->n_initializers) {
+        onnx_model_free(m);
+        return 0;
+    }
+    const struct onnx_node *node = &gr->nodes[0];
+    int version = 0;
+    const struct op_def *def = op_registry_find("", node->op_type, onnx_model_opset(m, ""), &version);
+    ck_assert_msg(def != NULL, "%s: %s not registered", dir, node->op_type);
+    void *params = NULL;
+    ck_assert_msg(!def->parse || !def->parse(node, version, &params, err, sizeof err), "%s: parse: %s", dir, err);
+
+    struct onnx_tensor in_t[8] = { 0 }, out_t[8] = { 0 };
+    struct tensor ins[8] = { 0 }, outs[8] = { 0 }, again[8] = { 0 };
+    const struct tensor *in_p[8] = { 0 };
+    struct tensor *out_p[8] = { 0 }, *again_p[8] = { 0 };
+    int n_in = node->n_inputs, n_out = node->n_outputs;
+    for (int i = 0, k = 0; i < n_in; i++) {
+        if (!node->inputs[i][0])
+            continue;
+        snprintf(path, sizeof path, "%s/test_data_set_0/input_%d.pb", dir, k++);
+        ck_assert_msg(!onnx_tensor_load(path, &in_t[i], err, sizeof err), "%s: %s", dir, err);
+        ins[i] = (struct tensor){ .dtype = in_t[i].dtype, .rank = in_t[i].rank, .data = in_t[i].data };
+        memcpy(ins[i].dims, in_t[i].dims, sizeof ins[i].dims);
+        in_p[i] = &ins[i];
+    }
+    for (int i = 0, k = 0; i < n_out; i++) {
+        if (!node->outputs[i][0])
+            continue;
+        snprintf(path, sizeof path, "%s/test_data_set_0/output_%d.pb", dir, k++);
+        ck_assert_msg(!onnx_tensor_load(path, &out_t[i], err, sizeof err), "%s: %s", dir, err);
+        out_p[i] = &outs[i];
+        again_p[i] = &again[i];
+    }
+    struct op_env env = test_env;
+    env.err = err;
+    env.err_size = sizeof err;
+    struct op_call call = { .def = def, .version = version, .params = params, .node_name = node->name,
+                            .n_in = n_in, .in = in_p, .n_out = n_out, .out = out_p, .env = &env };
+    ck_assert_msg(!def->infer(&call), "%s: infer: %s", dir, err);
+    for (int i = 0; i < n_out; i++)
+        if (out_p[i]) {
+            size_t bytes = tensor_size_bytes(out_p[i]);
+            out_p[i]->data = malloc(bytes ? bytes : 1);
+            memset(out_p[i]->data, 0x7f, bytes);  /* poison: unwritten output shows */
+            again[i] = outs[i];
+            again[i].data = malloc(bytes ? bytes : 1);
+        }
+    scratch_live = 0;
+    ck_assert_msg(!def->kernel[BACKEND_CPU](&call), "%s: kernel: %s", dir, err);
+    struct op_call call2 = call;
+    call2.out = again_p;
+    ck_assert_msg(!def->kernel[BACKEND_CPU](&call2), "%s: kernel (2nd run): %s", dir, err);
+    ck_assert_msg(scratch_live == 0, "%s: %d scratch blocks left allocated", dir, scratch_live);
+    struct op_cost cost = def->cost(&call);
+    ck_assert_msg(cost.bytes > 0 && cost.flops > 0, "%s: cost %g flops %g bytes", dir, cost.flops, cost.bytes);
+    for (int i = 0; i < n_out; i++) {
+        if (!out_p[i])
+            continue;
+        char msg[256];
+        ck_assert_msg(tensor_close(out_p[i], &out_t[i], msg, sizeof msg), "%s: output %d: %s", dir, i, msg);
+        ck_assert_msg(!memcmp(outs[i].data, again[i].data, tensor_size_bytes(&outs[i])),
+                      "%s: output %d differs between two runs", dir, i);
+        free(outs[i].data);
+        free(again[i].data);
+    }
+    for (int i = 0; i < 8; i++) {
+        onnx_tensor_clear(&in_t[i]);
+        onnx_tensor_clear(&out_t[i]);
+    }
+    if (params)
+        (def->params_free ? def->params_free : free)(params);
+    onnx_model_free(m);
+    return 1;
+}
+
+START_TEST(test_node_folders)
+{
+    char root[1024];
+    snprintf(root, sizeof root, "%s/onnx-node", testutil_data_dir());
+    DIR *d = opendir(root);
+    ck_assert_msg(d != NULL, "cannot open %s", root);
+    struct dirent *e;
+    int ran = 0;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, "test_", 5))
+            continue;
+        char dir[1300];
+        snprintf(dir, sizeof dir, "%s/%s", root, e->d_name);
+        ran += run_node_folder(dir);
+    }
+    closedir(d);
+    /* 6 Conv + 11 ConvTranspose + 11 Gemm + 7 MatMul + 4 BatchNorm + 19 LayerNorm
+     * + 20 MaxPool + 19 AveragePool + 2 GlobalAveragePool single-node tests */
+    ck_assert_msg(ran == 99, "ran %d single-node nn tests, expected 99", ran);
+}
+END_TEST
+
+/* ---- convolution paths against a reference loop ------------------------------ */
+
+static void conv_reference(const struct nn_geom *g, const float *x, const float *w, const float *b, double *y)
+{
+    int64_t cg = g->c / g->group, mg = g->m / g->group;
+    for (int64_t n = 0; n < g->n; n++)
+        for (int64_t m = 0; m < g->m; m++)
+            for (int64_t od = 0; od < g->out[0]; od++)
+                for (int64_t oh = 0; oh < g->out[1]; oh++)
+                    for (int64_t ow = 0; ow < g->out[2]; ow++) {
+                        double s = b ? b[m] : 0.0;
+                        int64_t gi = m / mg;
+                        for (int64_t ci = 0; ci < cg; ci++)
+                            for (int64_t kd = 0; kd < g->k[0]; kd++)
+                                for (int64_t kh = 0; kh < g->k[1]; kh++)
+                                    for (int64_t kw = 0; kw < g->k[2]; kw++) {
+                                        int64_t id = od * g->stride[0] - g->pad_lo[0] + kd * g->dil[0];
+                                        int64_t ih = oh * g->stride[1] - g->pad_lo[1] + kh * g->dil[1];
+                                        int64_t iw = ow * g->stride[2] - g->pad_lo[2] + kw * g->dil[2];
+                                        if (id < 0 || id >= g->in[0] || ih < 0 || ih >= g->in[1] || iw < 0 || iw >= g->in[2])
+                                            continue;
+                                        double xv = x[(((n * g->c + gi * cg + ci) * g->in[0] + id) * g->in[1] + ih) * g->in[2] + iw];
+                                        double wv = w[(((m * cg + ci) * g->k[0] + kd) * g->k[1] + kh) * g->k[2] + kw];
+                                        s += xv * wv;
+                                    }
+                        y[(((n * g->m + m) * g->out[0] + od) * g->out[1] + oh) * g->out[2] + ow] = s;
+                    }
+}
+
+/* nsp, n, c, m, group, in, k, stride, dil, pad_lo, pad_hi (per spatial axis, model order) */
+struct conv_case {
+    int nsp;
+    int64_t n, c, m, group;
+    int64_t in[3], k[3], s[3], d[3], pl[3], ph[3];
+    int bias;
+};
+
+static const struct conv_case conv_cases[] = {
+    { 2, 1, 3, 8, 1, { 20, 18 }, { 7, 7 }, { 2, 2 }, { 1, 1 }, { 3, 3 }, { 3, 3 }, 1 },
+    { 2, 2, 16, 16, 1, { 14, 14 }, { 3, 3 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, 1 },
+    { 2, 1, 16, 32, 1, { 9, 9 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, { 0, 0 }, { 0, 0 }, 0 },
+    { 2, 1, 16, 32, 1, { 9, 9 }, { 1, 1 }, { 2, 2 }, { 1, 1 }, { 0, 0 }, { 0, 0 }, 1 },
+    { 2, 1, 8, 8, 8, { 16, 15 }, { 3, 3 }, { 1, 2 }, { 1, 1 }, { 1, 0 }, { 1, 2 }, 1 },  /* depthwise */
+    { 2, 2, 8, 12, 4, { 15, 17 }, { 3, 2 }, { 2, 1 }, { 2, 3 }, { 2, 0 }, { 1, 3 }, 0 }, /* groups, dilation */
+    { 1, 2, 4, 6, 2, { 30 }, { 5 }, { 3 }, { 2 }, { 4 }, { 1 }, 1 },                    /* 1-D */
+    { 3, 1, 3, 4, 1, { 7, 8, 6 }, { 3, 2, 3 }, { 1, 2, 1 }, { 1, 1, 2 }, { 1, 0, 2 }, { 1, 1, 0 }, 1 },
+};
+
+static void conv_geom_make(const struct conv_case *cc, struct nn_geom *g)
+{
+    memset(g, 0, sizeof *g);
+    g->nsp = cc->nsp;
+    g->n = cc->n;
+    g->c = cc->c;
+    g->m = cc->m;
+    g->group = cc->group;
+    for (int j = 0; j < 3; j++) {
+        g->in[j] = g->k[j] = g->out[j] = g->stride[j] = g->dil[j] = 1;
+    }
+    for (int i = 0; i < cc->nsp; i++) {
+        int j = 3 - cc->nsp + i;
+        g->in[j] = cc->in[i];
+        g->k[j] = cc->k[i];
+        g->stride[j] = cc->s[i];
+        g->dil[j] = cc->d[i];
+        g->pad_lo[j] = cc->pl[i];
+        g->pad_hi[j] = cc->ph[i];
+        g->out[j] = (cc->in[i] + cc->pl[i] + cc->ph[i] - cc->d[i] * (cc->k[i] - 1) - 1) / cc->s[i] + 1;
+    }
+}
+
+START_TEST(test_conv_paths)
+{
+    const struct conv_case *cc = &conv_cases[_i];
+    struct nn_geom g;
+    conv_geom_make(cc, &g);
+    int64_t xs = g.n * g.c * nn_geom_in_size(&g), ws = g.m * (g.c / g.group) * nn_geom_k_size(&g);
+    int64_t ys = g.n * g.m * nn_geom_out_size(&g);
+    float *x = rnd_array(xs), *w = rnd_array(ws), *b = cc->bias ? rnd_array(g.m) : NULL;
+    double *ref = malloc(sizeof(double) * ys);
+    conv_reference(&g, x, w, b, ref);
+    float *y = malloc(sizeof(float) * ys), *y2 = malloc(sizeof(float) * ys);
+    struct op_call c = bare_call();
+    int (*paths[4])(const struct op_call *, const struct nn_geom *, const float *, const float *,
+                    const float *, float *) = {
+        nn_conv_forward_gemm, nn_conv_forward_dnnl, nn_conv_forward_dnnl_blocked, nn_conv_forward,
+    };
+    static const char *names[4] = { "im2col+sgemm", "oneDNN plain", "oneDNN blocked", "chosen" };
+    for (int p = 0; p < 4; p++) {
+        scratch_live = 0;
+        ck_assert_msg(!paths[p](&c, &g, x, w, b, y), "case %d %s: %s", _i, names[p], err_buf);
+        ck_assert_msg(!paths[p](&c, &g, x, w, b, y2), "case %d %s (cached): %s", _i, names[p], err_buf);
+        ck_assert_msg(scratch_live == 0, "case %d %s: scratch left allocated", _i, names[p]);
+        char what[64];
+        snprintf(what, sizeof what, "case %d %s", _i, names[p]);
+        assert_close(y, ref, ys, 1e-4, what);
+        ck_assert_msg(!memcmp(y, y2, sizeof(float) * ys), "%s: not deterministic", what);
+    }
+    free(x); free(w); free(b); free(ref); free(y); free(y2);
+}
+END_TEST
+
+/* ConvTranspose through the registry against a scatter reference. */
+START_TEST(test_conv_transpose_reference)
+{
+    /* X [2, 4, 5, 6], W [4, 3, 3, 2] group 2 -> M = 6, strides 2x3, dilations 1x2,
+     * pads (1, 0, 0, 2), output_padding (1, 0) */
+    int64_t xd[4] = { 2, 4, 5, 6 }, wd[4] = { 4, 3, 3, 2 }, bd[1] = { 6 };
+    int64_t strides[2] = { 2, 3 }, dil[2] = { 1, 2 }, pads[4] = { 1, 0, 0, 2 }, opad[2] = { 1, 0 };
+    int64_t group = 2, M = 6;
+    float *x = rnd_array(2 * 4 * 5 * 6), *w = rnd_array(4 * 3 * 3 * 2), *b = rnd_array(6);
+    struct onnx_attr attrs[5] = {
+        { .name = "strides", .type = ONNX_ATTR_INTS, .ints = strides, .n = 2 },
+        { .name = "dilations", .type = ONNX_ATTR_INTS, .ints = dil, .n = 2 },
+        { .name = "pads", .type = ONNX_ATTR_INTS, .ints = pads, .n = 4 },
+        { .name = "output_padding", .type = ONNX_ATTR_INTS, .ints = opad, .n = 2 },
+        { .name = "group", .type = ONNX_ATTR_INT, .i = group },
+    };
+    struct onnx_node node = { .name = "ct", .op_type = "ConvTranspose", .domain = "", .n_attrs = 5, .attrs = attrs };
+    int version;
+    const struct op_def *def = op_registry_find("", "ConvTranspose", 22, &version);
+    ck_assert(def != NULL);
+    void *params = NULL;
+    ck_assert_msg(!def->parse(&node, version, &params, err_buf, sizeof err_buf), "%s", err_buf);
+    struct tensor tx = { .dtype = ONNX_DTYPE_FLOAT, .rank = 4, .data = x }, tw = { .dtype = ONNX_DTYPE_FLOAT, .rank = 4, .data = w };
+    struct tensor tb = { .dtype = ONNX_DTYPE_FLOAT, .rank = 1, .data = b }, ty = { 0 };
+    memcpy(tx.dims, xd, sizeof xd);
+    memcpy(tw.dims, wd, sizeof wd);
+    memcpy(tb.dims, bd, sizeof bd);
+    const struct tensor *in[3] = { &tx, &tw, &tb };
+    struct tensor *out[1] = { &ty };
+    struct op_call c = { .def = def, .version = version, .params = params, .node_name = "ct",
+                         .n_in = 3, .in = in, .n_out = 1, .out = out, .env = &test_env };
+    ck_assert_msg(!def->infer(&c), "%s", err_buf);
+    /* out = s*(in-1) + opad + d*(k-1)+1 - pads */
+    int64_t oh = 2 * 4 + 1 + 3 - 1 - 0, ow = 3 * 5 + 0 + 2 * 1 + 1 - 0 - 2;
+    ck_assert_msg(ty.rank == 4 && ty.dims[0] == 2 && ty.dims[1] == M && ty.dims[2] == oh && ty.dims[3] == ow,
+                  "output [%lld,%lld,%lld,%lld], expected [2,6,%lld,%lld]", (long long)ty.dims[0],
+                  (long long)ty.dims[1], (long long)ty.dims[2], (long long)ty.dims[3], (long long)oh, (long long)ow);
+    int64_t ys = 2 * M * oh * ow;
+    ty.data = malloc(sizeof(float) * ys);
+    scratch_live = 0;
+    ck_assert_msg(!def->kernel[BACKEND_CPU](&c), "%s", err_buf);
+    ck_assert_int_eq(scratch_live, 0);
+    double *ref = calloc(ys, sizeof(double));
+    for (int64_t n = 0; n < 2; n++)
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t i = 0; i < oh * ow; i++)
+                ref[(n * M + m) * oh * ow + i] = b[m];
+    for (int64_t n = 0; n < 2; n++)
+        for (int64_t ci = 0; ci < 4; ci++) {
+            int64_t gi = ci / 2;
+            for (int64_t h = 0; h < 5; h++)
+                for (int64_t wv = 0; wv < 6; wv++)
+                    for (int64_t mo = 0; mo < 3; mo++)
+                        for (int64_t kh = 0; kh < 3; kh++)
+                            for (int64_t kw = 0; kw < 2; kw++) {
+                                int64_t y0 = h * 2 + kh * 1 - 1, y1 = wv * 3 + kw * 2 - 0;
+                                if (y0 < 0 || y0 >= oh || y1 < 0 || y1 >= ow)
+                                    continue;
+                                int64_t m = gi * 3 + mo;
+                                ref[((n * M + m) * oh + y0) * ow + y1] +=
+                                    (double)x[((n * 4 + ci) * 5 + h) * 6 + wv] * w[((ci * 3 + mo) * 3 + kh) * 2 + kw];
+                            }
+        }
+    assert_close(ty.data, ref, ys, 1e-4, "ConvTranspose");
+    free(ref); free(ty.data); free(x); free(w); free(b); free(params);
+}
+END_TEST
+
+/* MatMul with broadcast batch axes, through the registry. */
+START_TEST(test_matmul_broadcast)
+{
+    int64_t ad[4] = { 2, 1, 3, 5 }, bd[3] = { 4, 5, 7 };
+    float *a = rnd_array(2 * 3 * 5), *bm = rnd_array(4 * 5 * 7);
+    struct tensor ta = { .dtype = ONNX_DTYPE_FLOAT, .rank = 4, .data = a }, tb = { .dtype = ONNX_DTYPE_FLOAT, .rank = 3, .data = bm };
+    memcpy(ta.dims, ad, sizeof ad);
+    memcpy(tb.dims, bd, sizeof bd);
+    struct tensor ty = { 0 };
+    const struct tensor *in[2] = { &ta, &tb };
+    struct tensor *out[1] = { &ty };
+    int version;
+    const struct op_def *def = op_registry_find("", "MatMul", 13, &version);
+    ck_assert(def != NULL);
+    struct op_call c = { .def = def, .version = version, .node_name = "mm", .n_in = 2, .in = in,
+                         .n_out = 1, .out = out, .env = &test_env };
+    ck_assert_msg(!def->infer(&c), "%s", err_buf);
+    ck_assert_msg(ty.rank == 4 && ty.dims[0] == 2 && ty.dims[1] == 4 && ty.dims[2] == 3 && ty.dims[3] == 7,
+                  "MatMul shape wrong: rank %d", ty.rank);
+    ty.data = malloc(sizeof(float) * 2 * 4 * 3 * 7);
+    ck_assert_msg(!def->kernel[BACKEND_CPU](&c), "%s", err_buf);
+    double ref[2 * 4 * 3 * 7];
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 4; j++)
+            for (int r = 0; r < 3; r++)
+                for (int col = 0; col < 7; col++) {
+                    double s = 0;
+                    for (int k = 0; k < 5; k++)
+                        s += (double)a[(i * 3 + r) * 5 + k] * bm[(j * 5 + k) * 7 + col];
+                    ref[((i * 4 + j) * 3 + r) * 7 + col] = s;
+                }
+    assert_close(ty.data, ref, 2 * 4 * 3 * 7, 1e-5, "MatMul broadcast");
+    free(ty.data); free(a); free(bm);
+}
+END_TEST
+
+/* Bad attributes are refused with a message naming the node and attribute. */
+START_TEST(test_conv_bad_attrs)
+{
+    struct onnx_attr a = { .name = "auto_pad", .type = ONNX_ATTR_STRING, .s = "SAME", .s_len = 4 };
+    struct onnx_node node = { .name = "conv7", .op_type = "Conv", .domain = "", .n_attrs = 1, .attrs = &a };
+    int version;
+    const struct op_def *def = op_registry_find("", "Conv", 13, &version);
+    ck_assert_int_eq(version, 11);
+    void *params = NULL;
+    char err[256] = "";
+    ck_assert_int_eq(def->parse(&node, version, &params, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "conv7") && strstr(err, "auto_pad"), "message was: %s", err);
+    ck_assert(params == NULL);
+}
+END_TEST
+
+/* Opset resolution: each op answers at opset 7 and at 25. */
+START_TEST(test_registry_versions)
+{
+    for (int i = 0; nn_ops[i]; i++) {
+        int v = 0;
+        const struct op_def *d = op_registry_find("", nn_ops[i], 25, &v);
+        ck_assert_msg(d != NULL, "%s missing at opset 25", nn_ops[i]);
+        if (strcmp(nn_ops[i], "LayerNormalization"))
+            ck_assert_msg(op_registry_find("", nn_ops[i], 7, &v) != NULL, "%s missing at opset 7", nn_ops[i]);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("ops_nn");
+    TCase *tc = tcase_create("node");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_node_folders);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("kernels");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, test_conv_paths, 0, (int)(sizeof conv_cases / sizeof conv_cases[0]));
+    tcase_add_test(tc, test_conv_transpose_reference);
+    tcase_add_test(tc, test_matmul_broadcast);
+    tcase_add_test(tc, test_conv_bad_attrs);
+    tcase_add_test(tc, test_registry_versions);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
