@@ -38,14 +38,16 @@
 #define RELU_DEF(op, D) EW_UNARY_INNER(op##_##D, T_(D), T_(D), x < 0 ? (T_(D))0 : x)
 #define LEAKY_DEF(op, D) EW_UNARY_INNER(op##_##D, T_(D), T_(D), \
                                         x < 0 ? (T_(D)) * (const float *)ctx * x : x)
+/* 0.5 * (1 + erf(z)) is written 0.5 * erfc(-z) and 0.5 * (1 + tanh(u)) as
+ * 1 / (1 + exp(-2u)): the same values without the cancellation that loses
+ * most float digits for negative x. */
 #define GELU_DEF(op, D) EW_UNARY_INNER(op##_##D, T_(D), T_(D),                          \
                                        (T_(D))0.5 * x *                                 \
-                                           ((T_(D))1 + erf(x * (T_(D))0.70710678118654752440)))
+                                           erfc(-x * (T_(D))0.70710678118654752440))
 #define GELU_TANH_DEF(op, D)                                                            \
     EW_UNARY_INNER(op##_##D, T_(D), T_(D),                                              \
-                   (T_(D))0.5 * x *                                                     \
-                       ((T_(D))1 + tanh((T_(D))0.79788456080286535588 *                 \
-                                        (x + (T_(D))0.044715 * x * x * x))))
+                   x / ((T_(D))1 + exp((T_(D))-1.59576912160573071176 *                 \
+                                       (x + (T_(D))0.044715 * x * x * x))))
 /* min(max(x, lo), hi) as numpy.clip: hi wins when lo > hi, NaN stays NaN. */
 #define CLIP_DEF(op, D)                                                                 \
     EW_UNARY_INNER(op##_##D, T_(D), T_(D),                                              \
