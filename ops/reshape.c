@@ -187,7 +187,8 @@ static int squeeze_infer(struct op_call *c)
     if (n == -2)
         return -1;
     int drop[TENSOR_MAX_RANK] = { 0 };
-    if (n < 0) {
+    /* No axes, or an empty list (as some exporters write), squeezes every unit dim. */
+    if (n <= 0) {
         for (int i = 0; i < x->rank; i++)
             drop[i] = x->dims[i] == 1;
     } else {

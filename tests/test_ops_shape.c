@@ -317,6 +317,11 @@ START_TEST(test_flatten_squeeze_unsqueeze)
     ck_assert_int_eq(run(&tn, 13, in, out), -1);
     check_error("size 2");
     tfree(in[1]);
+    in[1] = tt(ONNX_DTYPE_INT64, 1, (int64_t[]){ 0 }, NULL);  /* empty axes = all unit dims */
+    ck_assert_int_eq(run(&tn, 13, in, out), 0);
+    check_dims(out[0], 2, (int64_t[]){ 2, 4 });
+    tfree(out[0]);
+    tfree(in[1]);
     in[1] = NULL;
 
     /* Squeeze-11 takes axes as an attribute. */
