@@ -458,7 +458,10 @@ int onnx_tensor_from_proto(Onnx__TensorProto *tp, const char *base_dir, struct o
     out->data = malloc(bytes ? bytes : 1);
     if (!out->data)
         goto oom;
-    switch (out->dtype) {
+    /* Empty tensors have no typed values (their arrays may be NULL). */
+    switch (want ? out->dtype : ONNX_DTYPE_UNDEFINED) {
+    case ONNX_DTYPE_UNDEFINED:
+        break;
     case ONNX_DTYPE_FLOAT:
     case ONNX_DTYPE_COMPLEX64:
         memcpy(out->data, tp->float_data, bytes);
