@@ -67,7 +67,8 @@ static inline int64_t pow_int(int64_t base, int64_t e)
 
 /* Result has the base's type; mixed types are computed in double. */
 #define POW_EXPR_FLOAT(x, y) \
-    _Generic((y), float: powf((float)(x), (float)(y)), default: (float)pow((double)(x), (double)(y)))
+    _Generic((y), float: powf((float)(x), (float)(y)),                                \
+             default: (float)pow((double)(x), (double)(y)))
 #define POW_EXPR_DOUBLE(x, y) pow((double)(x), (double)(y))
 #define POW_EXPR_INT_(T, sat, x, y)                                                   \
     _Generic((y), float: sat(pow((double)(x), (double)(y))),                          \
@@ -83,7 +84,9 @@ static inline int64_t pow_int(int64_t base, int64_t e)
 POW_BASES(POW_OUTER, _)
 #define POW_ENTRY_INNER(B, E) [ONNX_DTYPE_##E] = pow_##B##_##E,
 #define POW_ENTRY_OUTER(unused, B) [ONNX_DTYPE_##B] = { EW_NUMERIC_TYPES(POW_ENTRY_INNER, B) },
-static const ew_inner_fn pow_fns[EW_DTYPE_COUNT][EW_DTYPE_COUNT] = { POW_BASES(POW_ENTRY_OUTER, _) };
+static const ew_inner_fn pow_fns[EW_DTYPE_COUNT][EW_DTYPE_COUNT] = {
+    POW_BASES(POW_ENTRY_OUTER, _)
+};
 
 /* ---- shared infer / kernel ---------------------------------------------- */
 

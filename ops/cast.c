@@ -65,7 +65,8 @@ static int cast_parse(const struct onnx_node *node, int version, void **params, 
     if (!a || a->type != ONNX_ATTR_INT)
         return ew_parse_error(err, err_size, "missing integer attribute 'to'");
     if (!cast_supported((int)a->i))
-        return ew_parse_error(err, err_size, "unsupported target type %s (%lld); supported: " CAST_LIST,
+        return ew_parse_error(err, err_size,
+                              "unsupported target type %s (%lld); supported: " CAST_LIST,
                               cast_dtype_name((int)a->i), (long long)a->i);
     struct cast_params *p = ew_params_new(sizeof *p, params, err, err_size);
     if (!p)

@@ -9,7 +9,8 @@
 
 #define NUMERIC_LIST "float, double, int8, int16, int32, int64, uint8, uint16, uint32, uint64"
 
-#define CMP_DEF_(op, D, EXPR) EW_BINARY_INNER(op##_##D, EW_T_##D, EW_T_##D, uint8_t, (uint8_t)(EXPR))
+#define CMP_DEF_(op, D, EXPR) \
+    EW_BINARY_INNER(op##_##D, EW_T_##D, EW_T_##D, uint8_t, (uint8_t)(EXPR))
 #define EQ_DEF(op, D) CMP_DEF_(op, D, x == y)
 #define LT_DEF(op, D) CMP_DEF_(op, D, x < y)
 #define GT_DEF(op, D) CMP_DEF_(op, D, x > y)

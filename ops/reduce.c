@@ -15,6 +15,7 @@
  * a contiguous run of inputs into a contiguous run of outputs. Every output
  * is accumulated in increasing input order whatever the thread split, so the
  * result is deterministic. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops/elementwise-impl.h"
@@ -324,16 +325,17 @@ static int reduce_parse(const struct onnx_node *node, int version, void **params
     p->keepdims = onnx_node_attr_int(node, "keepdims", 1) != 0;
     p->noop_with_empty_axes = onnx_node_attr_int(node, "noop_with_empty_axes", 0) != 0;
     p->axes_from_input = version >= axes_input_since;
-    if (!p->axes_from_input) {
-        int n = onnx_node_attr_ints(node, "axes", p->axes, TENSOR_MAX_RANK);
+    int n = onnx_node_attr_ints(node, "axes", p->axes, TENSOR_MAX_RANK);
+    if (n == -2 || (n >= 0 && p->axes_from_input)) {
+        free(p);
+        *params = NULL;
         if (n == -2)
             return ew_parse_error(err, err_size, "attribute 'axes' has more than %d entries",
                                   TENSOR_MAX_RANK);
-        p->n_axes = n < 0 ? 0 : n;
-    } else if (onnx_node_attr(node, "axes")) {
-        return ew_parse_error(err, err_size, "attribute 'axes' is not allowed from opset %d on (axes is input 1)",
-                              axes_input_since);
+        return ew_parse_error(err, err_size, "attribute 'axes' is not allowed from opset %d on "
+                              "(the axes are input 1)", axes_input_since);
     }
+    p->n_axes = n < 0 ? 0 : n;
     return 0;
 }
 
