@@ -1,0 +1,205 @@
+/* cli/cmd_sim.c — `dtrexec sim TRACE|GRAPH`: replay an op log or a static
+ * graph under DTR with a simulated clock and memory counter (bench/sim.c). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench.h"
+#include "bench/json.h"
+#include "cli/cli.h"
+
+static void sim_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: dtrexec sim TRACE|GRAPH [options]\n"
+            "  Replays a DTR op log (JSON lines) or a Checkmate node-link graph under DTR,\n"
+            "  with kernels replaced by a clock and memory by a byte counter.\n"
+            "  --budget R|BYTES      R: ratio of the unbudgeted peak (0.5 or 0.5x);\n"
+            "                        BYTES: with a unit (4GB, 512MiB) or an integer >= 16.\n"
+            "                        Default: unlimited.\n"
+            "  --heuristic H         dtr|dtr-eq|dtr-local|lru|size|msps|random (default dtr)\n"
+            "  --dealloc P           eager|banish|ignore (default eager)\n"
+            "  --remat-limit X       fail once recomputation exceeds X x baseline compute\n"
+            "                        (default 1, as the DTR authors; 'none' for no limit)\n"
+            "  --min-evict BYTES     do not score storages smaller than this\n"
+            "  --sample-sqrt         score about sqrt(n) random candidates per eviction\n"
+            "  --seed N              seed of random choices (default 1)\n"
+            "  --json                one JSON object on stdout\n"
+            "Exit status: 0 completed, 1 bad input, 2 out of memory or remat limit exceeded, 3 internal.\n");
+}
+
+/* "0.5", "0.5x" -> ratio; "4GB", "1000000" -> bytes. Returns -1 when neither. */
+int cli_sim_parse_budget(const char *text, double *ratio, uint64_t *bytes);
+int cli_sim_parse_budget(const char *text, double *ratio, uint64_t *bytes)
+{
+    char *end;
+    double v = strtod(text, &end);
+    *ratio = 0;
+    *bytes = 0;
+    if (end != text && !*end && v > 0 && v < 16) {
+        *ratio = v;
+        return 0;
+    }
+    double b, r;
+    if (cli_parse_size(text, &b, &r))
+        return -1;
+    if (r > 0) {
+        *ratio = r;
+        return 0;
+    }
+    if (!(b >= 1) || b > 1.8e19)
+        return -1;
+    *bytes = (uint64_t)b;
+    return 0;
+}
+
+static void print_json(const char *model, const struct sim_options *o, const struct sim_baseline *b,
+                       const struct sim_result *r)
+{
+    printf("{\"model\": ");
+    json_write_string(stdout, model);
+    printf(", \"heuristic\": \"%s\", \"dealloc\": \"%s\"", dtr_heuristic_name(o->heuristic),
+           dtr_dealloc_name(o->dealloc));
+    printf(", \"outcome\": \"%s\", \"oom\": %s, \"remat_exceeded\": %s", sim_outcome_name(r->outcome),
+           r->outcome == SIM_OOM ? "true" : "false", r->outcome == SIM_REMAT_EXCEEDED ? "true" : "false");
+    printf(", \"budget_bytes\": %llu, \"budget_ratio\": ", (unsigned long long)r->budget_bytes);
+    json_write_number(stdout, b->peak_bytes ? (double)r->budget_bytes / (double)b->peak_bytes : 0);
+    printf(", \"baseline_peak_bytes\": %llu, \"peak_bytes\": %llu, \"pinned_bytes\": %llu",
+           (unsigned long long)b->peak_bytes, (unsigned long long)r->peak_bytes,
+           (unsigned long long)r->pinned_bytes);
+    printf(", \"baseline_compute\": ");
+    json_write_number(stdout, b->compute);
+    printf(", \"total_compute\": ");
+    json_write_number(stdout, r->total_compute);
+    printf(", \"remat_compute\": ");
+    json_write_number(stdout, r->remat_compute);
+    printf(", \"overhead\": ");
+    json_write_number(stdout, r->overhead);
+    printf(", \"evictions\": %llu, \"dealloc_evictions\": %llu, \"remats\": %llu, \"banishes\": %llu",
+           (unsigned long long)r->evictions, (unsigned long long)r->dealloc_evictions,
+           (unsigned long long)r->remats, (unsigned long long)r->banishes);
+    printf(", \"executions\": %llu, \"heuristic_evaluations\": %llu, \"metadata_accesses\": %llu",
+           (unsigned long long)r->executions, (unsigned long long)r->heuristic_evaluations,
+           (unsigned long long)r->metadata_accesses);
+    printf(", \"wall_s\": ");
+    json_write_number(stdout, r->wall_s);
+    printf(", \"dtr_overhead_seconds\": ");
+    json_write_number(stdout, r->wall_s);
+    printf(", \"message\": ");
+    json_write_string(stdout, r->message);
+    printf("}\n");
+}
+
+int cmd_sim(int argc, char **argv)
+{
+    const char *path = NULL;
+    int json = 0;
+    struct sim_options o;
+    sim_options_default(&o);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            sim_usage(stdout);
+            return CLI_EXIT_OK;
+        } else if (!strcmp(a, "--json")) {
+            json = 1;
+        } else if (!strcmp(a, "--sample-sqrt")) {
+            o.sample_sqrt = 1;
+        } else if (!strcmp(a, "--budget") && v) {
+            if (cli_sim_parse_budget(v, &o.budget_ratio, &o.budget_bytes)) {
+                fprintf(stderr, "dtrexec sim: --budget '%s' is neither a ratio nor a size\n", v);
+                return CLI_EXIT_USAGE;
+            }
+            i++;
+        } else if (!strcmp(a, "--heuristic") && v) {
+            if (dtr_heuristic_parse(v, &o.heuristic)) {
+                fprintf(stderr, "dtrexec sim: unknown heuristic '%s' (dtr, dtr-eq, dtr-local, lru, size, msps, random)\n", v);
+                return CLI_EXIT_USAGE;
+            }
+            i++;
+        } else if (!strcmp(a, "--dealloc") && v) {
+            if (dtr_dealloc_parse(v, &o.dealloc)) {
+                fprintf(stderr, "dtrexec sim: unknown dealloc policy '%s' (eager, banish, ignore)\n", v);
+                return CLI_EXIT_USAGE;
+            }
+            i++;
+        } else if (!strcmp(a, "--remat-limit") && v) {
+            char *end;
+            if (!strcmp(v, "none") || !strcmp(v, "inf")) {
+                o.remat_limit = -1;
+            } else {
+                o.remat_limit = strtod(v, &end);
+                if (end == v || *end || !(o.remat_limit >= 0)) {
+                    fprintf(stderr, "dtrexec sim: --remat-limit '%s' is not a non-negative number\n", v);
+                    return CLI_EXIT_USAGE;
+                }
+            }
+            i++;
+        } else if (!strcmp(a, "--min-evict") && v) {
+            double b, r;
+            if (cli_parse_size(v, &b, &r) || r > 0) {
+                fprintf(stderr, "dtrexec sim: --min-evict '%s' is not a size\n", v);
+                return CLI_EXIT_USAGE;
+            }
+            o.min_evict_bytes = (uint64_t)b;
+            i++;
+        } else if (!strcmp(a, "--seed") && v) {
+            o.seed = strtoull(v, NULL, 10);
+            i++;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "dtrexec sim: unknown option or missing value: %s\n", a);
+            sim_usage(stderr);
+            return CLI_EXIT_USAGE;
+        } else if (!path) {
+            path = a;
+        } else {
+            fprintf(stderr, "dtrexec sim: one TRACE or GRAPH expected, got also '%s'\n", a);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (!path) {
+        sim_usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    char err[512];
+    struct sim_program prog;
+    if (sim_program_load(path, &prog, err, sizeof err)) {
+        fprintf(stderr, "dtrexec sim: %s\n", err);
+        return CLI_EXIT_USAGE;
+    }
+    struct sim_baseline base;
+    if (sim_baseline_run(&prog, &base, err, sizeof err)) {
+        fprintf(stderr, "dtrexec sim: %s\n", err);
+        sim_program_free(&prog);
+        return CLI_EXIT_USAGE;
+    }
+    struct sim_result r;
+    int rc = sim_run(&prog, &base, &o, &r);
+    if (rc || r.outcome == SIM_ERROR) {
+        fprintf(stderr, "dtrexec sim: %s: %s\n", path, r.message);
+        sim_program_free(&prog);
+        return CLI_EXIT_USAGE;
+    }
+    if (json) {
+        print_json(prog.name, &o, &base, &r);
+    } else {
+        printf("%s: %s under %s, dealloc %s, budget %llu bytes (%.4g of the %llu-byte baseline peak)\n", prog.name,
+               sim_outcome_name(r.outcome), dtr_heuristic_name(o.heuristic), dtr_dealloc_name(o.dealloc),
+               (unsigned long long)r.budget_bytes,
+               base.peak_bytes ? (double)r.budget_bytes / (double)base.peak_bytes : 0.0,
+               (unsigned long long)base.peak_bytes);
+        printf("  overhead %.5f (compute %.17g of baseline %.17g, recomputed %.17g)\n", r.overhead, r.total_compute,
+               base.compute, r.remat_compute);
+        printf("  peak %llu bytes, pinned %llu; %llu evictions, %llu eager evictions, %llu remats\n",
+               (unsigned long long)r.peak_bytes, (unsigned long long)r.pinned_bytes,
+               (unsigned long long)r.evictions, (unsigned long long)r.dealloc_evictions,
+               (unsigned long long)r.remats);
+        printf("  %llu heuristic evaluations, %llu metadata accesses, %.3f s\n",
+               (unsigned long long)r.heuristic_evaluations, (unsigned long long)r.metadata_accesses, r.wall_s);
+        if (r.outcome != SIM_PASS)
+            printf("  %s\n", r.message);
+    }
+    sim_program_free(&prog);
+    return r.outcome == SIM_PASS ? CLI_EXIT_OK : CLI_EXIT_OOM;
+}

@@ -1,0 +1,139 @@
+/* dtr/dtr-impl.h — the DTR core's records, shared by dtr.c (graph, eviction,
+ * rematerialization) and score.c (heuristics, union-find, regions). Not part
+ * of the interface: users see only dtr.h. */
+#ifndef DTRX_DTR_IMPL_H
+#define DTRX_DTR_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dtr/dtr.h"
+
+enum storage_state {
+    ST_PENDING = 0,  /* created by a call that has not run yet */
+    ST_RESIDENT,
+    ST_EVICTED,
+    ST_BANISHED,     /* freed for good, detached from the graph */
+};
+
+struct tensor_rec {
+    uint32_t storage;
+    uint32_t op;
+    uint32_t next_in_storage;       /* list of the tensors sharing a storage */
+    uint32_t first_use, last_use;   /* calls that read this tensor (children) */
+    uint32_t ref_ext;               /* program references to this tensor */
+    uint64_t bytes;                 /* the call's output size; 0 for views */
+    uint8_t defined;
+    uint8_t is_alias;
+};
+
+struct use_rec {
+    uint32_t op;
+    uint32_t next;
+};
+
+struct op_rec {
+    uint32_t in_begin, n_in;        /* into dtr.op_inputs */
+    uint32_t out_begin, n_out;      /* outputs are consecutive tensor ids */
+    double cost;
+    void *closure;
+};
+
+struct storage_rec {
+    uint64_t bytes;
+    double compute;                 /* cost of the distinct calls of its tensors */
+    double last_access;
+    uint32_t first_tensor, last_tensor;
+    uint32_t ref_ext;               /* program references, all its tensors together */
+    uint32_t ref_int;               /* locks (pins hold one for good) */
+    uint32_t pool_prev, pool_next;  /* evictable pool, in the order storages joined it */
+    uint32_t ecn;                   /* union-find node (dtr-eq), DTR_NONE when resident */
+    uint32_t stamp;                 /* traversal marks */
+    uint32_t fwd_epoch, bwd_epoch;  /* region caches valid when == dtr.region_epoch ... */
+    double fwd_cost, bwd_cost;      /* ... and the flag below is set */
+    uint8_t fwd_valid, bwd_valid;
+    uint8_t state;
+    uint8_t pinned;
+    uint8_t in_pool;
+    uint8_t changed;                /* queued in dtr.changed */
+};
+
+struct frame {
+    uint32_t t;
+    uint32_t arg_begin, arg_end, i;
+    uint8_t phase;
+    uint8_t remat;
+};
+
+struct dtr {
+    struct dtr_config cfg;
+    struct dtr_memory_ops mem;
+    struct dtr_compute_ops comp;
+
+    struct tensor_rec *tensors;
+    uint32_t n_tensors, cap_tensors;
+    struct storage_rec *storages;
+    uint32_t n_storages, cap_storages;
+    struct op_rec *ops;
+    uint32_t n_ops, cap_ops;
+    uint32_t *op_inputs;
+    uint32_t n_op_inputs, cap_op_inputs;
+    struct use_rec *uses;
+    uint32_t n_uses, cap_uses;
+
+    /* union-find over evicted storages (dtr-eq) */
+    uint32_t *uf_parent;
+    double *uf_value;
+    uint32_t *uf_stamp;
+    uint32_t n_uf, cap_uf;
+
+    uint32_t pool_head, pool_tail, pool_count;
+
+    /* storages whose state changed since the region caches were last checked */
+    uint32_t *changed;
+    uint32_t n_changed, cap_changed;
+    uint32_t region_epoch;
+
+    /* explicit stacks: rematerialization never recurses on the C stack */
+    struct frame *frames;
+    uint32_t n_frames, cap_frames;
+    uint32_t *args;
+    uint32_t n_args, cap_args;
+    uint32_t *work;                 /* traversal stack */
+    uint32_t n_work, cap_work;
+    uint32_t stamp;
+
+    double clock;
+    uint64_t rng;
+    struct dtr_stats st;
+    enum dtr_status failed;
+    char err[320];
+};
+
+int dtr_grow(void **p, uint32_t *cap, size_t need, size_t elem);
+#define DTR_GROW(d, arr, cap, need) dtr_grow((void **)&(arr), &(cap), (need), sizeof *(arr))
+
+void dtr_set_error(struct dtr *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* score.c */
+uint32_t dtr_stamp_next(struct dtr *d);
+int dtr_uf_new(struct dtr *d, double value, uint32_t *node);
+void dtr_uf_merge(struct dtr *d, uint32_t a, uint32_t b);
+void dtr_uf_add(struct dtr *d, uint32_t node, double delta);
+/* Evicted storage s gets its own class merged with the classes of its
+ * non-resident neighbours. */
+int dtr_eq_on_evict(struct dtr *d, uint32_t s);
+/* Queue a state change of s for the region caches. */
+int dtr_region_changed(struct dtr *d, uint32_t s);
+/* Bring the region caches up to date with the queued changes. */
+int dtr_region_sync(struct dtr *d);
+double dtr_score(struct dtr *d, uint32_t s);
+/* The storage to evict next, or DTR_NONE when the pool is empty. */
+uint32_t dtr_choose(struct dtr *d);
+
+static inline int dtr_heuristic_uses_regions(enum dtr_heuristic h)
+{
+    return h == DTR_HEURISTIC_DTR || h == DTR_HEURISTIC_MSPS;
+}
+
+#endif

@@ -1,0 +1,391 @@
+/* dtr/score.c — eviction scores: the heuristics, the union-find classes of
+ * dtr-eq and the cached evicted regions of dtr and msps, and the choice of
+ * the next storage to evict.
+ *
+ * Tie-breaking follows the DTR authors' simulator (simrd), whose results we
+ * are validated against: candidates are scored in the order they joined the
+ * pool, the last one with the lowest score wins, and a score of exactly 0
+ * stops the scan. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "dtr/dtr-impl.h"
+
+/* Past this many queued state changes, dropping every region cache is
+ * cheaper than walking out from each change to find the stale ones. */
+#define REGION_SYNC_MAX_CHANGES 32
+
+uint32_t dtr_stamp_next(struct dtr *d)
+{
+    if (++d->stamp == 0) {
+        /* wrapped: clear every mark so that old marks cannot match */
+        for (uint32_t i = 0; i < d->n_storages; i++)
+            d->storages[i].stamp = 0;
+        for (uint32_t i = 0; i < d->n_uf; i++)
+            d->uf_stamp[i] = 0;
+        d->stamp = 1;
+    }
+    return d->stamp;
+}
+
+/* ---- union-find (dtr-eq) ---- */
+
+int dtr_uf_new(struct dtr *d, double value, uint32_t *node)
+{
+    if (DTR_GROW(d, d->uf_parent, d->cap_uf, d->n_uf + 1))
+        return -1;
+    uint32_t cap = d->cap_uf;
+    /* the three arrays share one capacity; grow the other two to match */
+    void *v = realloc(d->uf_value, (size_t)cap * sizeof *d->uf_value);
+    if (!v)
+        return -1;
+    d->uf_value = v;
+    void *s = realloc(d->uf_stamp, (size_t)cap * sizeof *d->uf_stamp);
+    if (!s)
+        return -1;
+    d->uf_stamp = s;
+    uint32_t n = d->n_uf++;
+    d->uf_parent[n] = DTR_NONE;
+    d->uf_value[n] = value;
+    d->uf_stamp[n] = 0;
+    *node = n;
+    return 0;
+}
+
+static uint32_t uf_find(struct dtr *d, uint32_t x)
+{
+    uint32_t r = x;
+    d->st.metadata_accesses++;
+    while (d->uf_parent[r] != DTR_NONE) {
+        r = d->uf_parent[r];
+        d->st.metadata_accesses++;
+    }
+    while (x != r) {   /* path compression */
+        uint32_t next = d->uf_parent[x];
+        d->uf_parent[x] = r;
+        x = next;
+    }
+    return r;
+}
+
+void dtr_uf_merge(struct dtr *d, uint32_t a, uint32_t b)
+{
+    uint32_t l = uf_find(d, a), r = uf_find(d, b);
+    if (l == r)
+        return;
+    d->uf_parent[l] = r;
+    d->uf_value[r] += d->uf_value[l];
+}
+
+void dtr_uf_add(struct dtr *d, uint32_t node, double delta)
+{
+    d->uf_value[uf_find(d, node)] += delta;
+}
+
+/* Calls body(us) for every storage `us` adjacent to storage s: its children
+ * (storages of the outputs of calls reading s's tensors) when forward, else
+ * its parents (storages of the inputs of the calls that made s's tensors). */
+#define FOR_NEIGHBOURS(d, s, forward, us, body)                                          \
+    do {                                                                                 \
+        for (uint32_t t_ = (d)->storages[s].first_tensor; t_ != DTR_NONE;                \
+             t_ = (d)->tensors[t_].next_in_storage) {                                    \
+            if (forward) {                                                               \
+                for (uint32_t u_ = (d)->tensors[t_].first_use; u_ != DTR_NONE;           \
+                     u_ = (d)->uses[u_].next) {                                          \
+                    const struct op_rec *op_ = &(d)->ops[(d)->uses[u_].op];              \
+                    for (uint32_t k_ = 0; k_ < op_->n_out; k_++) {                       \
+                        uint32_t us = (d)->tensors[op_->out_begin + k_].storage;         \
+                        body;                                                            \
+                    }                                                                    \
+                }                                                                        \
+            } else {                                                                     \
+                const struct op_rec *op_ = &(d)->ops[(d)->tensors[t_].op];               \
+                for (uint32_t k_ = 0; k_ < op_->n_in; k_++) {                            \
+                    uint32_t us = (d)->tensors[(d)->op_inputs[op_->in_begin + k_]].storage; \
+                    body;                                                                \
+                }                                                                        \
+            }                                                                            \
+        }                                                                                \
+    } while (0)
+
+int dtr_eq_on_evict(struct dtr *d, uint32_t s)
+{
+    uint32_t node;
+    if (dtr_uf_new(d, d->storages[s].compute, &node))
+        return -1;
+    d->storages[s].ecn = node;
+    /* Merge with the classes of every non-resident neighbour, both
+     * directions; classes never split again (the approximation). Storages
+     * of a call still being prepared count too, with their empty class, as
+     * in the authors' simulator. */
+    for (int dir = 0; dir < 2; dir++) {
+        FOR_NEIGHBOURS(d, s, dir, us, {
+            d->st.metadata_accesses++;
+            const struct storage_rec *n = &d->storages[us];
+            if (us != s && (n->state == ST_EVICTED || n->state == ST_PENDING) && n->ecn != DTR_NONE)
+                dtr_uf_merge(d, n->ecn, node);
+        });
+    }
+    return 0;
+}
+
+/* ---- evicted regions (dtr, msps) ----
+ * The forward region of a resident storage is the set of evicted storages
+ * reachable from it through evicted children, the backward region the same
+ * through parents; e*(s) is their union. Each resident storage caches the
+ * cost sums of both; a state change of storage X makes stale exactly the
+ * caches of the resident storages that reach X through evicted storages,
+ * which a walk out from X finds. Changes are queued and applied in a batch
+ * before the next scoring, so that runs that never evict pay nothing. */
+
+static int work_push(struct dtr *d, uint32_t s)
+{
+    if (DTR_GROW(d, d->work, d->cap_work, d->n_work + 1))
+        return -1;
+    d->work[d->n_work++] = s;
+    return 0;
+}
+
+static double region_cost(struct dtr *d, uint32_t base, int forward)
+{
+    uint32_t mark = dtr_stamp_next(d);
+    double cost = 0;
+    d->storages[base].stamp = mark;
+    d->n_work = 0;
+    if (work_push(d, base))
+        return NAN;
+    while (d->n_work) {
+        uint32_t s = d->work[--d->n_work];
+        FOR_NEIGHBOURS(d, s, forward, us, {
+            d->st.metadata_accesses++;
+            struct storage_rec *n = &d->storages[us];
+            if (n->state == ST_EVICTED && n->stamp != mark) {
+                n->stamp = mark;
+                cost += n->compute;
+                if (work_push(d, us))
+                    return NAN;
+            }
+        });
+    }
+    return cost;
+}
+
+static double region_get(struct dtr *d, uint32_t s, int forward)
+{
+    struct storage_rec *r = &d->storages[s];
+    if (forward) {
+        if (!(r->fwd_valid && r->fwd_epoch == d->region_epoch)) {
+            double c = region_cost(d, s, 1);
+            r = &d->storages[s];
+            r->fwd_cost = c;
+            r->fwd_valid = 1;
+            r->fwd_epoch = d->region_epoch;
+        }
+        return r->fwd_cost;
+    }
+    if (!(r->bwd_valid && r->bwd_epoch == d->region_epoch)) {
+        double c = region_cost(d, s, 0);
+        r = &d->storages[s];
+        r->bwd_cost = c;
+        r->bwd_valid = 1;
+        r->bwd_epoch = d->region_epoch;
+    }
+    return r->bwd_cost;
+}
+
+int dtr_region_changed(struct dtr *d, uint32_t s)
+{
+    if (!dtr_heuristic_uses_regions(d->cfg.heuristic) || d->storages[s].changed)
+        return 0;
+    if (d->n_changed >= REGION_SYNC_MAX_CHANGES) {
+        /* too many to walk: everything will be recomputed anyway */
+        d->storages[s].changed = 0;
+        d->n_changed = REGION_SYNC_MAX_CHANGES + 1;
+        return 0;
+    }
+    if (DTR_GROW(d, d->changed, d->cap_changed, d->n_changed + 1))
+        return -1;
+    d->storages[s].changed = 1;
+    d->changed[d->n_changed++] = s;
+    return 0;
+}
+
+/* Walks out from x through evicted storages (children when forward) and
+ * marks stale the caches of the resident storages at the edge. */
+static int invalidate_from(struct dtr *d, uint32_t x, int forward)
+{
+    uint32_t mark = dtr_stamp_next(d);
+    d->storages[x].stamp = mark;
+    d->n_work = 0;
+    if (work_push(d, x))
+        return -1;
+    while (d->n_work) {
+        uint32_t s = d->work[--d->n_work];
+        FOR_NEIGHBOURS(d, s, forward, us, {
+            d->st.metadata_accesses++;
+            struct storage_rec *n = &d->storages[us];
+            if (n->stamp != mark) {
+                n->stamp = mark;
+                if (n->state == ST_RESIDENT) {
+                    if (forward)
+                        n->bwd_valid = 0;
+                    else
+                        n->fwd_valid = 0;
+                } else if (n->state == ST_EVICTED) {
+                    if (work_push(d, us))
+                        return -1;
+                }
+            }
+        });
+    }
+    return 0;
+}
+
+int dtr_region_sync(struct dtr *d)
+{
+    if (!d->n_changed)
+        return 0;
+    if (d->n_changed > REGION_SYNC_MAX_CHANGES) {
+        for (uint32_t i = 0; i < d->n_changed && i < REGION_SYNC_MAX_CHANGES; i++)
+            d->storages[d->changed[i]].changed = 0;
+        d->region_epoch++;
+        d->n_changed = 0;
+        return 0;
+    }
+    for (uint32_t i = 0; i < d->n_changed; i++) {
+        uint32_t x = d->changed[i];
+        d->storages[x].changed = 0;
+        d->storages[x].fwd_valid = d->storages[x].bwd_valid = 0;
+        if (invalidate_from(d, x, 0) || invalidate_from(d, x, 1))
+            return -1;
+    }
+    d->n_changed = 0;
+    return 0;
+}
+
+/* ---- scores ---- */
+
+/* cost / (size * staleness), as the authors' simulator computes it in
+ * Python from integers: the product is exact here in long double (64-bit
+ * mantissa) for every size and clock the logs produce, so the quotient
+ * rounds as Python's does (except for one-ulp double-rounding cases, which
+ * cannot change a comparison between distinct logged values). Zero size or
+ * staleness: infinite (never preferred). */
+static double per_byte_time(double cost, uint64_t bytes, double staleness)
+{
+    if (bytes == 0 || !(staleness > 0))
+        return INFINITY;
+    if (isinf(staleness))
+        return 0.0;
+    long double den = (long double)bytes * (long double)staleness;
+    return (double)((long double)cost / den);
+}
+
+static double eq_cost(struct dtr *d, uint32_t s)
+{
+    double cost = d->storages[s].compute;
+    uint32_t mark = dtr_stamp_next(d);
+    for (int dir = 0; dir < 2; dir++) {
+        FOR_NEIGHBOURS(d, s, dir, us, {
+            d->st.metadata_accesses++;
+            const struct storage_rec *n = &d->storages[us];
+            if (us != s && (n->state == ST_EVICTED || n->state == ST_PENDING) && n->ecn != DTR_NONE) {
+                uint32_t root = uf_find(d, n->ecn);
+                if (d->uf_stamp[root] != mark) {
+                    d->uf_stamp[root] = mark;
+                    cost += d->uf_value[root];
+                }
+            }
+        });
+    }
+    return cost;
+}
+
+double dtr_score(struct dtr *d, uint32_t s)
+{
+    d->st.heuristic_evaluations++;
+    d->st.metadata_accesses++;
+    const struct storage_rec *r = &d->storages[s];
+    double staleness = d->clock - r->last_access;
+    switch (d->cfg.heuristic) {
+    case DTR_HEURISTIC_DTR: {
+        double c = r->compute + region_get(d, s, 1) + region_get(d, s, 0);
+        r = &d->storages[s];
+        return per_byte_time(c, r->bytes, staleness);
+    }
+    case DTR_HEURISTIC_EQ:
+        return per_byte_time(eq_cost(d, s), r->bytes, staleness);
+    case DTR_HEURISTIC_LOCAL:
+        return per_byte_time(r->compute, r->bytes, staleness);
+    case DTR_HEURISTIC_LRU:
+        return r->last_access;
+    case DTR_HEURISTIC_SIZE:
+        return r->bytes ? 1.0 / (double)r->bytes : INFINITY;
+    case DTR_HEURISTIC_MSPS: {
+        double c = r->compute + region_get(d, s, 0);
+        r = &d->storages[s];
+        return r->bytes ? c / (double)r->bytes : INFINITY;
+    }
+    case DTR_HEURISTIC_RANDOM:
+    case DTR_HEURISTIC_COUNT:
+        break;
+    }
+    return (double)(d->rng >> 11);
+}
+
+static uint64_t rng_next(struct dtr *d)
+{
+    /* xorshift64*: reproducible from config.seed */
+    uint64_t x = d->rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    d->rng = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+uint32_t dtr_choose(struct dtr *d)
+{
+    if (!d->pool_count)
+        return DTR_NONE;
+    if (dtr_region_sync(d))
+        return DTR_NONE;
+    if (d->cfg.heuristic == DTR_HEURISTIC_RANDOM) {
+        d->st.heuristic_evaluations++;
+        d->st.metadata_accesses++;
+        uint32_t k = (uint32_t)(rng_next(d) % d->pool_count);
+        uint32_t s = d->pool_head;
+        while (k--)
+            s = d->storages[s].pool_next;
+        return s;
+    }
+    /* sampling: each candidate scored with probability ~ sqrt(n)/n */
+    uint64_t keep = UINT64_MAX;
+    if (d->cfg.sample_sqrt && d->pool_count > 4) {
+        double p = sqrt((double)d->pool_count) / d->pool_count;
+        keep = (uint64_t)(p * 18446744073709551615.0);
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        double best = INFINITY;
+        uint32_t best_s = DTR_NONE;
+        for (uint32_t s = d->pool_head; s != DTR_NONE; s = d->storages[s].pool_next) {
+            if (pass == 0) {
+                if (d->storages[s].bytes < d->cfg.min_evict_bytes)
+                    continue;
+                if (keep != UINT64_MAX && rng_next(d) > keep)
+                    continue;
+            }
+            double c = dtr_score(d, s);
+            if (c <= best) {
+                best = c;
+                best_s = s;
+            }
+            if (c == 0)
+                break;
+        }
+        if (best_s != DTR_NONE)
+            return best_s;
+        /* every candidate was skipped by the overhead controls: score all */
+    }
+    return DTR_NONE;
+}
