@@ -51,7 +51,7 @@ static int range_length(const struct op_call *c, int64_t *n)
 
 static int range_infer(struct op_call *c)
 {
-    int64_t n;
+    int64_t n = 0;
     if (range_length(c, &n))
         return -1;
     struct tensor *y = c->out[0];
