@@ -94,6 +94,8 @@ enum onnx_attr_type {
 
 struct onnx_graph;
 
+/* SPARSE_TENSOR(S) and TYPE_PROTO(S) attributes are kept as a type (and
+ * count) without content: no operator in scope reads them. */
 struct onnx_attr {
     char *name;
     int type;                      /* enum onnx_attr_type */
@@ -162,7 +164,13 @@ struct onnx_model {
 };
 
 /* Loading; the returned objects are owned by the caller and freed with the
- * matching _free. Subgraph attributes are loaded recursively (If/Loop/Scan). */
+ * matching _free. Subgraph attributes are loaded recursively (If/Loop/Scan).
+ * Accepts IR versions 3..13 and ai.onnx opsets 7..25; every node's domain must
+ * be imported. Nodes come out topologically sorted (an If/Loop/Scan node
+ * after the producers of the outer values its bodies read); unnamed nodes
+ * are named "<op_type>_<index in the file>". External data is resolved
+ * relative to the model's directory (base_dir for _buffer; NULL forbids it)
+ * and may not leave it. Messages start with the path (onnx_model_load). */
 int onnx_model_load(const char *path, struct onnx_model **out, char *err, size_t err_size);
 int onnx_model_load_buffer(const void *buf, size_t len, const char *base_dir,
                            struct onnx_model **out, char *err, size_t err_size);
@@ -174,13 +182,18 @@ int onnx_model_save(const struct onnx_model *m, const char *path, char *err, siz
 /* Opset of `domain` ("" or "ai.onnx" for the default domain); 0 if not imported. */
 int64_t onnx_model_opset(const struct onnx_model *m, const char *domain);
 
-/* A tensor from a TensorProto .pb or a NumPy .npy file (chosen by content).
- * The result is written into *out (fields owned by it; free with onnx_tensor_clear). */
+/* A tensor from a TensorProto .pb or a NumPy .npy file (chosen by content:
+ * .npy v1-v3, little-endian, C order; its name is ""). External data in a .pb
+ * is read relative to the file's directory. The result is written into *out
+ * (fields owned by it; free with onnx_tensor_clear). Types without a fixed
+ * element size (string, float8, int4, ...) are refused. */
 int onnx_tensor_load(const char *path, struct onnx_tensor *out, char *err, size_t err_size);
 int onnx_tensor_save(const struct onnx_tensor *t, const char *path, char *err, size_t err_size);
 void onnx_tensor_clear(struct onnx_tensor *t);
 
-/* Attribute look-up on a node: NULL / the default when absent. */
+/* Attribute look-up on a node: NULL / the default when absent or of another
+ * kind. An INT attribute read as float (and FLOAT as int) converts; a single
+ * INT/FLOAT read as a list gives one element. */
 const struct onnx_attr *onnx_node_attr(const struct onnx_node *n, const char *name);
 int64_t onnx_node_attr_int(const struct onnx_node *n, const char *name, int64_t dflt);
 float onnx_node_attr_float(const struct onnx_node *n, const char *name, float dflt);
