@@ -248,6 +248,12 @@ static int matmul_cpu(struct op_call *c)
         nn_sgemm(0, 0, batches * s.m, s.n, s.k, 1.0f, a, s.k, b, s.n, 0.0f, y, s.n);
         return 0;
     }
+    /* Many small products (attention heads): one product per thread, each
+     * single-threaded (oneDNN runs sequentially inside a parallel region),
+     * instead of a fork/join per product. Each product's arithmetic is the
+     * same whichever thread runs it, so the result stays bit-identical. */
+    int small = (double)s.m * (double)s.n * (double)s.k < 4.0 * 1024 * 1024;
+#pragma omp parallel for schedule(static) if (small && batches > 1)
     for (int64_t bi = 0; bi < batches; bi++) {
         int64_t rem = bi, aoff = 0, boff = 0;
         for (int i = s.batch.rank - 1; i >= 0; i--) {
