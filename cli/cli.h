@@ -16,7 +16,8 @@ int cmd_run(int argc, char **argv);    /* dtrexec MODEL.onnx [options] */
 int cmd_check(int argc, char **argv);  /* dtrexec check DIR... */
 int cmd_sim(int argc, char **argv);    /* dtrexec sim TRACE|GRAPH ... */
 int cmd_bench(int argc, char **argv);  /* dtrexec bench ... */
-int cmd_ops(int argc, char **argv);    /* dtrexec ops: the operator registry */
+int cmd_ops(int argc, char **argv);
+int cmd_gradcheck(int argc, char **argv); /* dtrexec gradcheck MODEL.onnx: backward vs finite differences */    /* dtrexec ops: the operator registry */
 
 /* Parses "4GB", "512MiB", "1000" into bytes; "0.5x" sets *ratio instead
  * (bytes 0). Returns 0, or -1 when the text is not a size. */

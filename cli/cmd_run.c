@@ -2,10 +2,12 @@
  * with --repeat), inputs from files or seeded random data, outputs written
  * as TensorProto files, statistics as JSON. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "onnx/onnx.h"
@@ -28,7 +30,39 @@ struct run_args {
     int repeat;
     unsigned long long seed;
     int quiet;
+    int train;
+    int steps;
+    const char *labels_path;
+    const char *save_path;
+    struct dtrx_train_options topts;
 };
+
+static const char *const optimizer_names[] = { "sgd", "momentum", "adam", "adamw" };
+static const char *const loss_names[] = { "auto", "mse", "cross-entropy", "sum" };
+
+static int parse_choice(const char *opt, const char *val, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(val, names[i]))
+            return i;
+    fprintf(stderr, "dtrexec: %s: unknown value '%s' (one of:", opt, val);
+    for (int i = 0; i < n; i++)
+        fprintf(stderr, " %s", names[i]);
+    fprintf(stderr, ")\n");
+    return -1;
+}
+
+static int parse_float(const char *opt, const char *text, float *out)
+{
+    char *end = NULL;
+    double v = strtod(text, &end);
+    if (end == text || *end || !isfinite(v)) {
+        fprintf(stderr, "dtrexec: %s expects a number, got '%s'\n", opt, text);
+        return -1;
+    }
+    *out = (float)v;
+    return 0;
+}
 
 static void run_usage(FILE *f)
 {
@@ -38,7 +72,11 @@ static void run_usage(FILE *f)
             "  --dim NAME=N                 bind a symbolic dimension for random inputs\n"
             "  --output-dir DIR             write outputs as DIR/output_<i>.pb\n"
             "  --device cpu|cuda            (default cpu)\n"
-            "  --threads N  --seed N  --repeat N  --stats FILE.json  --quiet\n");
+            "  --threads N  --seed N  --repeat N  --stats FILE.json  --quiet\n"
+            "training:\n"
+            "  --train --steps N --lr F --optimizer sgd|momentum|adam|adamw --loss auto|mse|cross-entropy|sum\n"
+            "  --labels FILE  --save OUT.onnx  --freeze PATTERN[,PATTERN]  --momentum F  --nesterov\n"
+            "  --weight-decay F  --adam-bias-correction pytorch|hf\n");
 }
 
 static int parse_count(const char *opt, const char *text, long long min, long long *out)
@@ -58,7 +96,9 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
 {
     memset(a, 0, sizeof *a);
     a->repeat = 1;
+    a->steps = 1;
     a->device = "cpu";
+    dtrx_train_options_init(&a->topts);
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -69,6 +109,14 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
         }
         if (!strcmp(arg, "--quiet")) {
             a->quiet = 1;
+            continue;
+        }
+        if (!strcmp(arg, "--train")) {
+            a->train = 1;
+            continue;
+        }
+        if (!strcmp(arg, "--nesterov")) {
+            a->topts.nesterov = 1;
             continue;
         }
         if (arg[0] != '-' || !arg[1]) {
@@ -124,8 +172,41 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
             if (parse_count(arg, val, 0, &n))
                 return -1;
             a->seed = (unsigned long long)n;
+        } else if (!strcmp(arg, "--steps")) {
+            if (parse_count(arg, val, 1, &n))
+                return -1;
+            a->steps = (int)n;
+        } else if (!strcmp(arg, "--lr")) {
+            if (parse_float(arg, val, &a->topts.lr))
+                return -1;
+        } else if (!strcmp(arg, "--momentum")) {
+            if (parse_float(arg, val, &a->topts.momentum))
+                return -1;
+        } else if (!strcmp(arg, "--weight-decay")) {
+            if (parse_float(arg, val, &a->topts.weight_decay))
+                return -1;
+        } else if (!strcmp(arg, "--optimizer")) {
+            if ((a->topts.optimizer = parse_choice(arg, val, optimizer_names, 4)) < 0)
+                return -1;
+        } else if (!strcmp(arg, "--loss")) {
+            if ((a->topts.loss = parse_choice(arg, val, loss_names, 4)) < 0)
+                return -1;
+        } else if (!strcmp(arg, "--adam-bias-correction")) {
+            static const char *const conv[] = { "pytorch", "hf" };
+            if ((a->topts.hf_bias_correction = parse_choice(arg, val, conv, 2)) < 0)
+                return -1;
+        } else if (!strcmp(arg, "--freeze")) {
+            a->topts.freeze = val;
+        } else if (!strcmp(arg, "--labels")) {
+            a->labels_path = val;
+        } else if (!strcmp(arg, "--save")) {
+            a->save_path = val;
+        } else if (!strcmp(arg, "--budget") || !strcmp(arg, "--heuristic") || !strcmp(arg, "--dealloc") ||
+                   !strcmp(arg, "--plan") || !strcmp(arg, "--trace")) {
+            fprintf(stderr, "dtrexec: %s is not available yet in this version (budgeted execution is not built)\n", arg);
+            return -1;
         } else {
-            fprintf(stderr, "dtrexec: unknown option '%s' (see dtrexec --help-run)\n", arg);
+            fprintf(stderr, "dtrexec: unknown option '%s' (see dtrexec --help)\n", arg);
             return -1;
         }
     }
@@ -229,12 +310,64 @@ static int write_stats(struct dtrx_session *s, const struct run_args *a)
     fprintf(f, "  \"dtr_overhead_seconds\": %.9g,\n  \"step_seconds\": [", st.dtr_overhead_seconds);
     for (int i = 0; i < st.runs; i++)
         fprintf(f, "%s%.9g", i ? ", " : "", st.step_seconds[i]);
-    fprintf(f, "]\n}\n");
+    fprintf(f, "]");
+    if (a->train) {
+        fprintf(f, ",\n  \"loss\": [");
+        for (int i = 0; i < st.runs; i++)
+            fprintf(f, "%s%.9g", i ? ", " : "", st.losses[i]);
+        fprintf(f, "]");
+    }
+    fprintf(f, "\n}\n");
     if (fclose(f)) {
         fprintf(stderr, "dtrexec: cannot write statistics to '%s'\n", a->stats_path);
         return -1;
     }
     return 0;
+}
+
+static enum dtrx_status load_labels(struct dtrx_session *s, const char *path)
+{
+    struct onnx_tensor t;
+    char err[512];
+    if (onnx_tensor_load(path, &t, err, sizeof err)) {
+        fprintf(stderr, "dtrexec: %s\n", err);
+        return DTRX_ERR_INPUT;
+    }
+    struct dtrx_tensor l = { .dtype = t.dtype, .rank = t.rank, .data = t.data };
+    memcpy(l.dims, t.dims, sizeof l.dims);
+    enum dtrx_status st = dtrx_session_set_labels(s, &l);
+    onnx_tensor_clear(&t);
+    return st;
+}
+
+static enum dtrx_status train(struct dtrx_session *s, const struct run_args *a)
+{
+    enum dtrx_status st = dtrx_session_train_begin(s, &a->topts);
+    if (!st && a->labels_path)
+        st = load_labels(s, a->labels_path);
+    int tty = isatty(fileno(stderr));
+    for (int k = 0; k < a->steps && !st; k++) {
+        double loss = 0;
+        st = dtrx_session_train_step(s, &loss);
+        if (st)
+            break;
+        struct dtrx_stats stats;
+        dtrx_session_stats(s, &stats);
+        double sec = stats.step_seconds[stats.runs - 1];
+        if (!a->quiet && tty)
+            fprintf(stderr, "\rstep %d/%d  loss %.6g  %.1f ms", k + 1, a->steps, loss, 1e3 * sec);
+        else if (!a->quiet)
+            printf("step %d loss %.9g time_ms %.3f\n", k + 1, loss, 1e3 * sec);
+    }
+    if (!a->quiet && tty)
+        fprintf(stderr, "\n");
+    if (st) {
+        fprintf(stderr, "dtrexec: %s\n", dtrx_last_error());
+        return st;
+    }
+    if (a->save_path && (st = dtrx_session_save(s, a->save_path)))
+        fprintf(stderr, "dtrexec: %s\n", dtrx_last_error());
+    return st;
 }
 
 int cmd_run(int argc, char **argv)
@@ -258,7 +391,9 @@ int cmd_run(int argc, char **argv)
         return (int)st;
     }
     st = bind_inputs(s, &a);
-    for (int r = 0; r < a.repeat && !st; r++) {
+    if (!st && a.train)
+        st = train(s, &a);
+    for (int r = 0; r < a.repeat && !st && !a.train; r++) {
         st = dtrx_session_run(s);
         if (st)
             fprintf(stderr, "dtrexec: %s\n", dtrx_last_error());

@@ -14,6 +14,8 @@ struct subcommand {
 static const struct subcommand subcommands[] = {
     { "check", cmd_check, "run ONNX test-data folders (model.onnx + test_data_set_*)" },
     { "ops", cmd_ops, "list the operators and opset versions implemented" },
+    { "gradcheck", cmd_gradcheck, "compare the generated gradients with finite differences" },
+    { "sim", cmd_sim, "replay an op log or graph under DTR with a simulated clock" },
 };
 
 static void usage(FILE *f)

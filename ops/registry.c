@@ -80,7 +80,11 @@
     X(op_gru) \
     X(op_rnn) \
     X(op_softmax_cross_entropy_loss) \
-    X(op_negative_log_likelihood_loss)
+    X(op_negative_log_likelihood_loss) \
+    /* training: optimizer steps (domain dtrexec) */ \
+    X(op_sgd_update) \
+    X(op_momentum_update) \
+    X(op_adam_update)
 
 #define OP_DECLARE(sym) extern const struct op_def sym;
 #define OP_ENTRY(sym) &sym,

@@ -85,6 +85,10 @@ enum dtrx_status dtrx_session_set_input(struct dtrx_session *s, int index, const
  * shape (symbolic dimensions must have been bound). */
 enum dtrx_status dtrx_session_fill_inputs(struct dtrx_session *s);
 
+/* The live tensor of the named initializer or input: reading it gives the
+ * current (trained) weights, writing it changes them. */
+enum dtrx_status dtrx_session_tensor(struct dtrx_session *s, const char *name, struct dtrx_tensor *out);
+
 /* Runs the graph once. */
 enum dtrx_status dtrx_session_run(struct dtrx_session *s);
 
@@ -92,6 +96,54 @@ enum dtrx_status dtrx_session_run(struct dtrx_session *s);
  * the session's end. */
 enum dtrx_status dtrx_session_get_output(const struct dtrx_session *s, int index,
                                          struct dtrx_tensor *out);
+
+/* ---- training ---------------------------------------------------------- */
+
+enum dtrx_optimizer {
+    DTRX_OPTIMIZER_SGD = 0,
+    DTRX_OPTIMIZER_MOMENTUM,
+    DTRX_OPTIMIZER_ADAM,
+    DTRX_OPTIMIZER_ADAMW,
+};
+
+enum dtrx_loss {
+    DTRX_LOSS_AUTO = 0,       /* scalar output, else cross-entropy, else MSE */
+    DTRX_LOSS_MSE,
+    DTRX_LOSS_CROSS_ENTROPY,
+    DTRX_LOSS_SUM,
+    DTRX_LOSS_WEIGHTED_SUM,   /* sum(output * labels): labels act as weights (gradient checks) */
+};
+
+struct dtrx_train_options {
+    int optimizer;            /* enum dtrx_optimizer */
+    int loss;                 /* enum dtrx_loss */
+    float lr;
+    float momentum;           /* momentum optimizer */
+    int nesterov;
+    float beta1, beta2, eps;  /* Adam, AdamW */
+    float weight_decay;       /* L2 for SGD/momentum/Adam, decoupled for AdamW */
+    int hf_bias_correction;   /* 1: HuggingFace's convention (step size scaled), 0: PyTorch's */
+    const char *freeze;       /* comma-separated fnmatch patterns of initializers not to train */
+    int grad_inputs;          /* 1: float graph inputs also get gradients (gradient checks) */
+};
+
+void dtrx_train_options_init(struct dtrx_train_options *o);
+
+/* Switches the session to training: float initializers not frozen become
+ * trainable parameters; optimizer state is allocated as tensor memory. */
+enum dtrx_status dtrx_session_train_begin(struct dtrx_session *s, const struct dtrx_train_options *o);
+/* Targets for the loss (class indices for cross-entropy, a tensor of the
+ * output's shape for MSE); seeded random targets are used when none is set. */
+enum dtrx_status dtrx_session_set_labels(struct dtrx_session *s, const struct dtrx_tensor *t);
+/* Forward, loss and backward, without updating anything. */
+enum dtrx_status dtrx_session_backward(struct dtrx_session *s, double *loss);
+/* One training step: forward, loss, backward, optimizer update. */
+enum dtrx_status dtrx_session_train_step(struct dtrx_session *s, double *loss);
+/* The gradient of the named initializer or input after the last backward
+ * pass (host memory valid until the next step). */
+enum dtrx_status dtrx_session_get_grad(const struct dtrx_session *s, const char *name, struct dtrx_tensor *out);
+/* Writes the model with the current (trained) weights. */
+enum dtrx_status dtrx_session_save(struct dtrx_session *s, const char *path);
 
 struct dtrx_stats {
     size_t peak_bytes;      /* tensor-memory high-water mark */
@@ -106,6 +158,7 @@ struct dtrx_stats {
     long long op_calls;
     int runs;
     double *step_seconds;   /* `runs` entries, owned by the session */
+    double *losses;         /* `runs` entries when training, else NULL */
 };
 
 void dtrx_session_stats(const struct dtrx_session *s, struct dtrx_stats *out);

@@ -56,7 +56,7 @@ void rt_value_release(struct dtrx_session *s, struct rt_value *v)
     }
 }
 
-static double now_seconds(void)
+double rt_now_seconds(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -72,21 +72,53 @@ static void release_intermediates(struct dtrx_session *s)
             rt_value_release(s, s->values[i]);
 }
 
-static enum dtrx_status record_step(struct dtrx_session *s, double seconds)
+enum dtrx_status rt_record_step(struct dtrx_session *s, double seconds, double loss)
 {
     if (s->stats.runs == s->step_capacity) {
         int cap = s->step_capacity ? s->step_capacity * 2 : 16;
         double *p = realloc(s->stats.step_seconds, sizeof *p * (size_t)cap);
-        if (!p)
+        if (p)
+            s->stats.step_seconds = p;
+        double *l = p ? realloc(s->stats.losses, sizeof *l * (size_t)cap) : NULL;
+        if (!p || !l)
             return rt_fail(DTRX_ERR_INTERNAL, "out of host memory recording step times");
-        s->stats.step_seconds = p;
+        s->stats.losses = l;
         s->step_capacity = cap;
     }
-    s->stats.step_seconds[s->stats.runs++] = seconds;
+    s->stats.step_seconds[s->stats.runs] = seconds;
+    s->stats.losses[s->stats.runs++] = loss;
     return DTRX_OK;
 }
 
-enum dtrx_status dtrx_session_run(struct dtrx_session *s)
+static void drop_if_unused(struct dtrx_session *s, struct rt_value *v)
+{
+    if (v->remaining <= 0 && v->kind == RT_VALUE_INTERMEDIATE && !v->is_output)
+        rt_value_release(s, v);
+}
+
+/* In training, a call computed from a parameter will be differentiated: its
+ * saved inputs and outputs are held (one extra count each) until its
+ * gradient has been emitted. */
+static void hold_saved(struct dtrx_session *s, struct rt_call *c)
+{
+    int differentiated = 0;
+    for (int i = 0; i < c->n_in; i++)
+        if (c->in[i] >= 0 && s->values[c->in[i]]->requires_grad)
+            differentiated = 1;
+    for (int i = 0; i < c->n_out; i++)
+        if (c->out[i] >= 0)
+            s->values[c->out[i]]->requires_grad = differentiated;
+    if (!differentiated)
+        return;
+    for (int i = 0; i < c->n_in && i < 32; i++)
+        if (c->in[i] >= 0 && (c->def->grad_saves_in >> i & 1))
+            s->values[c->in[i]]->remaining++;
+    for (int i = 0; i < c->n_out && i < 32; i++)
+        if (c->out[i] >= 0 && (c->def->grad_saves_out >> i & 1))
+            s->values[c->out[i]]->remaining++;
+}
+
+enum dtrx_status rt_forward(struct dtrx_session *s, int training)
 {
     for (int i = 0; i < s->n_inputs; i++)
         if (!s->values[s->input_values[i]]->storage)
@@ -95,33 +127,37 @@ enum dtrx_status dtrx_session_run(struct dtrx_session *s)
     release_intermediates(s);
     for (int i = 0; i < s->n_values; i++)
         s->values[i]->remaining = s->values[i]->consumers;
+    s->env.training = training;
 
-    double compute_before = s->stats.total_compute;
-    double t0 = now_seconds();
     enum dtrx_status st = DTRX_OK;
     for (int k = 0; k < s->n_calls && !st; k++) {
         struct rt_call *c = &s->calls[k];
         st = rt_call_exec(s, c);
-        for (int i = 0; i < c->n_in && !st; i++) {
-            if (c->in[i] < 0)
-                continue;
-            struct rt_value *v = s->values[c->in[i]];
-            if (--v->remaining == 0 && v->kind == RT_VALUE_INTERMEDIATE && !v->is_output)
-                rt_value_release(s, v);
-        }
-        /* Outputs nobody reads are dropped at once. */
-        for (int i = 0; i < c->n_out && !st; i++) {
-            if (c->out[i] < 0)
-                continue;
-            struct rt_value *v = s->values[c->out[i]];
-            if (!v->consumers && !v->is_output)
-                rt_value_release(s, v);
-        }
+        if (st)
+            break;
+        if (training)
+            hold_saved(s, c);
+        for (int i = 0; i < c->n_in; i++)
+            if (c->in[i] >= 0) {
+                s->values[c->in[i]]->remaining--;
+                drop_if_unused(s, s->values[c->in[i]]);
+            }
+        for (int i = 0; i < c->n_out; i++)
+            if (c->out[i] >= 0)
+                drop_if_unused(s, s->values[c->out[i]]);
     }
-    if (st) {
+    if (st)
         release_intermediates(s);
+    return st;
+}
+
+enum dtrx_status dtrx_session_run(struct dtrx_session *s)
+{
+    double compute_before = s->stats.total_compute;
+    double t0 = rt_now_seconds();
+    enum dtrx_status st = rt_forward(s, s->train.active);
+    if (st)
         return st;
-    }
     s->stats.baseline_compute = s->stats.total_compute - compute_before;
-    return record_step(s, now_seconds() - t0);
+    return rt_record_step(s, rt_now_seconds() - t0, 0);
 }

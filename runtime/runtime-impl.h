@@ -45,6 +45,10 @@ struct rt_value {
     int consumers;                 /* call inputs reading this value in the plan */
     int remaining;                 /* consumers still to run in the current pass */
     int is_output;                 /* a graph output: kept to the end of the run */
+    int requires_grad;             /* a parameter, or computed from one (training) */
+    int grad;                      /* handle of this value's gradient, -1 none */
+    int grad_refs;                 /* gradient slots holding this value */
+    char *owned_name;              /* set for values the runtime named itself */
 };
 
 /* One operator call, as a closure over value indices: what the interpreter,
@@ -59,6 +63,24 @@ struct rt_call {
     int n_out;
     int *out;                      /* value index, -1 for an omitted output */
     double cost_flops;             /* of its last execution */
+    const struct onnx_node *node;  /* the model node, NULL for emitted calls */
+    struct onnx_node *emitted;     /* the synthetic node of an emitted call (owned) */
+};
+
+/* Training state: the parameters, their optimizer state, and the calls and
+ * values emitted during the current step (freed when the step ends). */
+struct rt_train {
+    int active;
+    struct dtrx_train_options opts;
+    int n_params;
+    int *params;                   /* value ids of trainable initializers */
+    int *state;                    /* 2 optimizer-state value ids per parameter, -1 unused */
+    int64_t step;
+    int labels;                    /* value id of the targets, -1 until set or drawn */
+    int loss;                      /* value id of the last loss */
+    int base_values;               /* values at or above this id belong to the step */
+    int n_emitted, emitted_capacity;
+    struct rt_call **emitted;
 };
 
 struct rt_dim_binding {
@@ -91,6 +113,8 @@ struct dtrx_session {
     struct op_env env;
     char op_err[1024];
 
+    struct rt_train train;
+
     struct dtrx_stats stats;
     int step_capacity;
 };
@@ -104,6 +128,21 @@ enum dtrx_status rt_call_exec(struct dtrx_session *s, struct rt_call *c);
 
 /* A new value (name borrowed: it must outlive the value); -1 on failure. */
 int rt_value_new(struct dtrx_session *s, const char *name, int kind);
+
+/* Runs the model's calls once; with `training`, values the backward pass
+ * reads stay alive (interp.c). */
+enum dtrx_status rt_forward(struct dtrx_session *s, int training);
+enum dtrx_status rt_record_step(struct dtrx_session *s, double seconds, double loss);
+
+/* Builds a call of `op` (default domain at the newest opset, else the
+ * "dtrexec" domain) from attributes, allocates its outputs as new values and
+ * executes it (train.c). */
+enum dtrx_status rt_emit(struct dtrx_session *s, const char *op, const struct onnx_attr *attrs,
+                         int n_attrs, int n_in, const int *in, int n_out, int *out, const char *tag);
+int rt_constant(struct dtrx_session *s, const struct tensor *t, const char *tag);
+void rt_train_free(struct dtrx_session *s);
+
+double rt_now_seconds(void);
 
 /* Value memory (interp.c). */
 enum dtrx_status rt_value_alloc(struct dtrx_session *s, struct rt_value *v);

@@ -104,8 +104,10 @@ void dtrx_session_destroy(struct dtrx_session *s)
 {
     if (!s)
         return;
+    rt_train_free(s);
     for (int i = 0; i < s->n_values; i++) {
         rt_value_release(s, s->values[i]);
+        free(s->values[i]->owned_name);
         free(s->values[i]);
     }
     for (int i = 0; i < s->n_calls; i++) {
@@ -130,6 +132,7 @@ void dtrx_session_destroy(struct dtrx_session *s)
     free(s->output_values);
     free(s->output_desc);
     free(s->stats.step_seconds);
+    free(s->stats.losses);
     onnx_model_free(s->model);
     free(s);
 }
@@ -230,4 +233,21 @@ void dtrx_session_stats(const struct dtrx_session *s, struct dtrx_stats *out)
     *out = s->stats;
     out->peak_bytes = s->arena.peak_bytes;
     out->budget_bytes = s->arena.budget_bytes;
+}
+
+enum dtrx_status dtrx_session_tensor(struct dtrx_session *s, const char *name, struct dtrx_tensor *out)
+{
+    for (int i = 0; i < s->n_values; i++) {
+        struct rt_value *v = s->values[i];
+        if (v->kind == RT_VALUE_INTERMEDIATE || strcmp(v->name, name))
+            continue;
+        if (!v->storage)
+            return rt_fail(DTRX_ERR_INPUT, "'%s' has no value yet", name);
+        out->dtype = v->t.dtype;
+        out->rank = v->t.rank;
+        memcpy(out->dims, v->t.dims, sizeof out->dims);
+        out->data = v->t.data;
+        return DTRX_OK;
+    }
+    return rt_fail(DTRX_ERR_INPUT, "no initializer or input named '%s'", name);
 }

@@ -1,0 +1,214 @@
+/* cli/cmd_gradcheck.c — `dtrexec gradcheck MODEL.onnx`: compares the
+ * generated backward pass with central finite differences. The loss is
+ * L = sum(w * y) over the last floating-point output with fixed random w;
+ * analytic gradients come from dtrx_session_backward, numeric ones from
+ * (L(x + eps) - L(x - eps)) / 2 eps with L accumulated in double on the
+ * host, for every float initializer and input (a sample of elements each). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "onnx/onnx.h"
+#include "runtime/dtrexec.h"
+
+struct gradcheck_opts {
+    double eps, rtol, atol;
+    int max_elems;
+    unsigned long long seed;
+};
+
+static double element(const struct dtrx_tensor *t, int64_t i)
+{
+    return t->dtype == ONNX_DTYPE_DOUBLE ? ((double *)t->data)[i] : ((float *)t->data)[i];
+}
+
+static void set_element(struct dtrx_tensor *t, int64_t i, double v)
+{
+    if (t->dtype == ONNX_DTYPE_DOUBLE)
+        ((double *)t->data)[i] = v;
+    else
+        ((float *)t->data)[i] = (float)v;
+}
+
+static int is_float(int dtype) { return dtype == ONNX_DTYPE_FLOAT || dtype == ONNX_DTYPE_DOUBLE; }
+
+/* Index of the output the weighted-sum loss uses: the last float one. */
+static int loss_output(struct dtrx_session *s)
+{
+    int y = -1;
+    for (int i = 0; i < dtrx_session_output_count(s); i++) {
+        struct dtrx_tensor t;
+        if (!dtrx_session_get_output(s, i, &t) && is_float(t.dtype))
+            y = i;
+    }
+    return y;
+}
+
+static int weighted_loss(struct dtrx_session *s, const struct dtrx_tensor *w, double *loss)
+{
+    if (dtrx_session_run(s))
+        return -1;
+    struct dtrx_tensor y;
+    if (dtrx_session_get_output(s, loss_output(s), &y))
+        return -1;
+    double sum = 0;
+    for (int64_t i = 0; i < dtrx_tensor_numel(&y); i++)
+        sum += element(&y, i) * element(w, i);
+    *loss = sum;
+    return 0;
+}
+
+static int check_tensor(struct dtrx_session *s, const char *name, const struct dtrx_tensor *w,
+                        const struct gradcheck_opts *o, int *checked)
+{
+    struct dtrx_tensor x, g;
+    if (dtrx_session_tensor(s, name, &x) || !is_float(x.dtype))
+        return 0;
+    if (dtrx_session_get_grad(s, name, &g))
+        return 0;   /* the loss does not depend on it */
+    int64_t n = dtrx_tensor_numel(&x);
+    /* Copy the analytic gradient: the forward runs below replace it. */
+    double *analytic = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    if (!analytic)
+        return -1;
+    for (int64_t i = 0; i < n; i++)
+        analytic[i] = element(&g, i);
+    int64_t stride = n > o->max_elems ? (n + o->max_elems - 1) / o->max_elems : 1;
+    int bad = 0;
+    double worst = 0;
+    for (int64_t i = 0; i < n; i += stride) {
+        double x0 = element(&x, i), lp, lm;
+        set_element(&x, i, x0 + o->eps);
+        int rc = weighted_loss(s, w, &lp);
+        set_element(&x, i, x0 - o->eps);
+        rc |= weighted_loss(s, w, &lm);
+        set_element(&x, i, x0);
+        if (rc) {
+            fprintf(stderr, "dtrexec: %s\n", dtrx_last_error());
+            free(analytic);
+            return -1;
+        }
+        double numeric = (lp - lm) / (2 * o->eps), a = analytic[i];
+        double err = fabs(a - numeric), tol = o->atol + o->rtol * fmax(fabs(a), fabs(numeric));
+        if (err > worst)
+            worst = err;
+        if (!(err <= tol)) {
+            if (bad < 5)
+                printf("  %s[%lld]: analytic %.8g, numeric %.8g (|diff| %.3g > tol %.3g)\n", name,
+                       (long long)i, a, numeric, err, tol);
+            bad++;
+        }
+        (*checked)++;
+    }
+    printf("%s %s: %lld elements, max |diff| %.3g\n", bad ? "FAIL" : "ok  ", name,
+           (long long)((n + stride - 1) / stride), worst);
+    free(analytic);
+    return bad ? 1 : 0;
+}
+
+int cmd_gradcheck(int argc, char **argv)
+{
+    struct gradcheck_opts o = { .eps = 1e-3, .rtol = 1e-2, .atol = 1e-3, .max_elems = 32, .seed = 7 };
+    const char *model = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(argv[i], "--eps") && val)
+            o.eps = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--rtol") && val)
+            o.rtol = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--atol") && val)
+            o.atol = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--max-elems") && val)
+            o.max_elems = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--seed") && val)
+            o.seed = strtoull(argv[++i], NULL, 10);
+        else if (argv[i][0] != '-' && !model)
+            model = argv[i];
+        else {
+            fprintf(stderr, "usage: dtrexec gradcheck MODEL.onnx [--eps E] [--rtol R] [--atol A] [--max-elems N] [--seed N]\n");
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (!model || !(o.eps > 0) || o.max_elems < 1) {
+        fprintf(stderr, "usage: dtrexec gradcheck MODEL.onnx [--eps E] [--rtol R] [--atol A] [--max-elems N] [--seed N]\n");
+        return CLI_EXIT_USAGE;
+    }
+    struct dtrx_options opts;
+    dtrx_options_init(&opts);
+    opts.seed = o.seed;
+    opts.threads = 1;
+    struct dtrx_session *s = NULL;
+    struct dtrx_train_options topts;
+    dtrx_train_options_init(&topts);
+    topts.loss = DTRX_LOSS_WEIGHTED_SUM;
+    topts.grad_inputs = 1;
+    enum dtrx_status st = dtrx_session_create(model, &opts, &s);
+    if (!st)
+        st = dtrx_session_fill_inputs(s);
+    if (!st)
+        st = dtrx_session_run(s);
+    int y = st ? -1 : loss_output(s);
+    if (!st && y < 0)
+        st = DTRX_ERR_INPUT;
+    /* Weights w in [-1, 1) shaped like the loss output. */
+    struct dtrx_tensor w = { 0 };
+    if (!st) {
+        struct dtrx_tensor yt;
+        dtrx_session_get_output(s, y, &yt);
+        w = yt;
+        size_t bytes = (size_t)dtrx_tensor_numel(&yt) * dtrx_dtype_size(yt.dtype);
+        w.data = malloc(bytes ? bytes : 1);
+        unsigned long long r = o.seed * 2654435761u + 1;
+        for (int64_t i = 0; w.data && i < dtrx_tensor_numel(&w); i++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            set_element(&w, i, (double)(r >> 11) * 0x1.0p-53 * 2 - 1);
+        }
+        st = w.data ? dtrx_session_train_begin(s, &topts) : DTRX_ERR_INTERNAL;
+    }
+    if (!st)
+        st = dtrx_session_set_labels(s, &w);
+    double loss = 0;
+    if (!st)
+        st = dtrx_session_backward(s, &loss);
+    if (st) {
+        fprintf(stderr, "dtrexec: %s\n", y < 0 && !dtrx_last_error()[0] ? "the model has no float output" : dtrx_last_error());
+        free(w.data);
+        dtrx_session_destroy(s);
+        return (int)st;
+    }
+    /* Names first: the backward pass's gradients are read before any
+     * forward run replaces them, one tensor at a time. */
+    struct onnx_model *m = NULL;
+    char err[512];
+    int failed = 0, checked = 0, rc = 0;
+    if (onnx_model_load(model, &m, err, sizeof err)) {
+        fprintf(stderr, "dtrexec: %s\n", err);
+        rc = CLI_EXIT_USAGE;
+    }
+    for (int i = 0; !rc && i < m->graph->n_initializers + m->graph->n_inputs; i++) {
+        const char *name = i < m->graph->n_initializers ? m->graph->initializers[i].name
+                                                         : m->graph->inputs[i - m->graph->n_initializers].name;
+        if (i && dtrx_session_backward(s, &loss)) {
+            fprintf(stderr, "dtrexec: %s\n", dtrx_last_error());
+            rc = CLI_EXIT_INTERNAL;
+            break;
+        }
+        int r = check_tensor(s, name, &w, &o, &checked);
+        if (r < 0)
+            rc = CLI_EXIT_INTERNAL;
+        failed += r > 0;
+    }
+    onnx_model_free(m);
+    free(w.data);
+    dtrx_session_destroy(s);
+    if (rc)
+        return rc;
+    if (!checked) {
+        printf("FAIL: no gradient reached any input or initializer\n");
+        return CLI_EXIT_USAGE;
+    }
+    printf("%s: %d elements checked, %d tensors failed\n", failed ? "FAIL" : "PASS", checked, failed);
+    return failed ? CLI_EXIT_USAGE : CLI_EXIT_OK;
+}

@@ -1,0 +1,161 @@
+/* runtime/emit.c — calls the runtime creates itself (loss, gradients,
+ * optimizer steps): each is built like a model node, from attributes parsed
+ * by the op's own parse(), and executed through rt_call_exec like any other.
+ * Emitted calls and their values live until the end of the training step. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/runtime-impl.h"
+
+#define EMIT_OPSET 25
+#define EMIT_DOMAIN "dtrexec"
+
+static void free_node(struct onnx_node *n)
+{
+    if (!n)
+        return;
+    free(n->name);
+    free(n->inputs);
+    free(n->outputs);
+    free(n);
+}
+
+static void free_call(struct rt_call *c)
+{
+    if (c->params) {
+        if (c->def->params_free)
+            c->def->params_free(c->params);
+        else
+            free(c->params);
+    }
+    free(c->in);
+    free(c->out);
+    free_node(c->emitted);
+    free(c);
+}
+
+static int track_call(struct dtrx_session *s, struct rt_call *c)
+{
+    struct rt_train *t = &s->train;
+    if (t->n_emitted == t->emitted_capacity) {
+        int cap = t->emitted_capacity ? t->emitted_capacity * 2 : 256;
+        struct rt_call **grown = realloc(t->emitted, sizeof *grown * (size_t)cap);
+        if (!grown)
+            return -1;
+        t->emitted = grown;
+        t->emitted_capacity = cap;
+    }
+    t->emitted[t->n_emitted++] = c;
+    return 0;
+}
+
+static int named_value(struct dtrx_session *s, const char *base, int k)
+{
+    char name[512];
+    snprintf(name, sizeof name, "%s:%d", base, k);
+    char *owned = strdup(name);
+    int id = owned ? rt_value_new(s, owned, RT_VALUE_INTERMEDIATE) : -1;
+    if (id < 0) {
+        free(owned);
+        return -1;
+    }
+    s->values[id]->owned_name = owned;
+    s->values[id]->grad = -1;
+    return id;
+}
+
+int rt_constant(struct dtrx_session *s, const struct tensor *t, const char *tag)
+{
+    int id = named_value(s, tag ? tag : "constant", s->n_values);
+    if (id < 0)
+        return -1;
+    struct rt_value *v = s->values[id];
+    v->t = *t;
+    v->t.data = NULL;
+    if (rt_value_alloc(s, v))
+        return -1;
+    memcpy(v->t.data, t->data, tensor_size_bytes(t));
+    return id;
+}
+
+enum dtrx_status rt_emit(struct dtrx_session *s, const char *op, const struct onnx_attr *attrs,
+                         int n_attrs, int n_in, const int *in, int n_out, int *out, const char *tag)
+{
+    int version = 0;
+    const char *domain = "";
+    const struct op_def *def = op_registry_find("", op, EMIT_OPSET, &version);
+    if (!def) {
+        domain = EMIT_DOMAIN;
+        def = op_registry_find(EMIT_DOMAIN, op, EMIT_OPSET, &version);
+    }
+    if (!def)
+        return rt_fail(DTRX_ERR_INPUT, "%s: operator %s is not implemented", tag ? tag : "runtime", op);
+
+    struct rt_call *c = calloc(1, sizeof *c);
+    struct onnx_node *n = calloc(1, sizeof *n);
+    char name[512];
+    snprintf(name, sizeof name, "%s/%s#%d", tag ? tag : "runtime", op, s->train.n_emitted);
+    if (c)
+        c->emitted = n;
+    if (!c || !n || !(n->name = strdup(name)) ||
+        !(n->inputs = calloc((size_t)n_in + 1, sizeof(char *))) ||
+        !(n->outputs = calloc((size_t)n_out + 1, sizeof(char *))) ||
+        !(c->in = malloc(sizeof(int) * (size_t)(n_in + 1))) ||
+        !(c->out = malloc(sizeof(int) * (size_t)(n_out + 1))) || track_call(s, c)) {
+        if (c)
+            free_call(c);
+        else
+            free(n);
+        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory emitting %s", op);
+    }
+    n->op_type = (char *)op;
+    n->domain = (char *)domain;
+    n->n_inputs = n_in;
+    n->n_outputs = n_out;
+    n->n_attrs = n_attrs;
+    n->attrs = (struct onnx_attr *)attrs;
+    for (int i = 0; i < n_in; i++)
+        n->inputs[i] = in[i] < 0 ? "" : (char *)s->values[in[i]]->name;
+    c->def = def;
+    c->version = version;
+    c->name = n->name;
+    c->n_in = n_in;
+    c->n_out = n_out;
+    memcpy(c->in, in, sizeof(int) * (size_t)n_in);
+    for (int i = 0; i < n_out; i++) {
+        c->out[i] = named_value(s, n->name, i);
+        if (c->out[i] < 0)
+            return rt_fail(DTRX_ERR_INTERNAL, "out of host memory emitting %s", op);
+        n->outputs[i] = (char *)s->values[c->out[i]]->name;
+    }
+    if (def->parse) {
+        char err[512] = "";
+        if (def->parse(n, version, &c->params, err, sizeof err))
+            return rt_fail(DTRX_ERR_INTERNAL, "emitted node '%s' (%s): %s", n->name, op, err);
+    }
+    /* Attributes belong to the emitter; parse() has copied what it needs. */
+    n->attrs = NULL;
+    n->n_attrs = 0;
+    enum dtrx_status st = rt_call_exec(s, c);
+    if (st)
+        return st;
+    memcpy(out, c->out, sizeof(int) * (size_t)n_out);
+    return DTRX_OK;
+}
+
+/* Frees what the step emitted: calls, and values from base_values on. */
+void rt_emitted_free(struct dtrx_session *s)
+{
+    struct rt_train *t = &s->train;
+    for (int i = 0; i < t->n_emitted; i++)
+        free_call(t->emitted[i]);
+    t->n_emitted = 0;
+    for (int i = t->base_values; i < s->n_values; i++) {
+        rt_value_release(s, s->values[i]);
+        free(s->values[i]->owned_name);
+        free(s->values[i]);
+    }
+    if (s->n_values > t->base_values)
+        s->n_values = t->base_values;
+}
