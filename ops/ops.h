@@ -129,6 +129,9 @@ struct op_def {
     /* Output 0 is input 0's bytes under a new shape (Reshape, Squeeze, ...):
      * the runtime shares the memory and no kernel runs. */
     int alias;
+    /* Inputs (bit i) the kernel updates in place (optimizer steps); such ops
+     * have no outputs and run only after the backward pass. */
+    uint32_t mutates;
     /* Emits the backward calls of one forward call (see struct grad_ctx);
      * NULL when the op is not differentiable. */
     int (*grad)(struct grad_ctx *g);
