@@ -959,17 +959,16 @@ fail:
 int onnx_model_load(const char *path, struct onnx_model **out, char *err, size_t err_size)
 {
     *out = NULL;
-    uint8_t *buf;
-    size_t len;
-    if (onnx_file_read(path, &buf, &len, err, err_size) != 0)
+    struct onnx_file_view v;
+    if (onnx_file_map(path, &v, err, err_size) != 0)
         return -1;
     char *dir = onnx_dirname(path);
     if (!dir) {
-        free(buf);
+        onnx_file_unmap(&v);
         return onnx_error(err, err_size, "%s: out of memory", path);
     }
-    int rc = onnx_model_load_buffer(buf, len, dir, out, err, err_size);
-    free(buf);
+    int rc = onnx_model_load_buffer(v.data, v.len, dir, out, err, err_size);
+    onnx_file_unmap(&v);
     free(dir);
     if (rc != 0)
         return onnx_error_prefix(err, err_size, "%s", path);

@@ -35,6 +35,15 @@ char *onnx_dirname(const char *path);
 
 /* Whole file into a malloc'ed buffer (caller frees). */
 int onnx_file_read(const char *path, uint8_t **data, size_t *len, char *err, size_t size);
+/* A whole file, mapped read-only when possible (large models then cost no
+ * extra private memory while protobuf-c copies out of them), else read. */
+struct onnx_file_view {
+    const uint8_t *data;
+    size_t len;
+    int mapped;
+};
+int onnx_file_map(const char *path, struct onnx_file_view *v, char *err, size_t size);
+void onnx_file_unmap(struct onnx_file_view *v);
 int onnx_file_write(const char *path, const void *data, size_t len, char *err, size_t size);
 
 /* Walks the protobuf wire format of `buf` as message type `desc` without

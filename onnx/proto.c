@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -101,6 +102,44 @@ int onnx_file_read(const char *path, uint8_t **data, size_t *len, char *err, siz
     *data = buf;
     *len = n;
     return 0;
+}
+
+int onnx_file_map(const char *path, struct onnx_file_view *v, char *err, size_t size)
+{
+    memset(v, 0, sizeof *v);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return onnx_error(err, size, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return onnx_error(err, size, "%s: not a regular file", path);
+    }
+    if (st.st_size > 0) {
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p != MAP_FAILED) {
+            close(fd);
+            v->data = p;
+            v->len = (size_t)st.st_size;
+            v->mapped = 1;
+            return 0;
+        }
+    }
+    close(fd);
+    uint8_t *buf;
+    if (onnx_file_read(path, &buf, &v->len, err, size) != 0)
+        return -1;
+    v->data = buf;
+    return 0;
+}
+
+void onnx_file_unmap(struct onnx_file_view *v)
+{
+    if (v->mapped)
+        munmap((void *)v->data, v->len);
+    else
+        free((void *)v->data);
+    memset(v, 0, sizeof *v);
 }
 
 int onnx_file_write(const char *path, const void *data, size_t len, char *err, size_t size)
