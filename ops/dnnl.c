@@ -13,9 +13,14 @@
  * every execution comes from the op_env's scratch allocator and counts
  * against the memory budget.
  *
+ * The thread count is part of the key: oneDNN fixes a primitive's work split
+ * when it is created, so a primitive is only reused at the thread count it
+ * was built for (which also keeps results bit-identical per thread count).
+ *
  * Calls are serialised by one mutex: a primitive must not be evicted from the
  * cache while it runs, and each oneDNN execution is itself parallel (OpenMP).
  */
+#include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,12 +28,14 @@
 
 #include "ops/nn-impl.h"
 
-#define DNNL_CACHE_SLOTS 128
+#define DNNL_CACHE_SLOTS 256
 #define DNNL_KEY_MAX 256
 
 struct dnnl_slot {
     unsigned char key[DNNL_KEY_MAX];
     size_t key_len;
+    int threads;                       /* OpenMP threads when built: oneDNN sizes
+                                        * its work split at creation */
     dnnl_primitive_t prim;
     size_t scratch_bytes;
     uint64_t last_use;
@@ -55,9 +62,11 @@ static struct dnnl_slot *dnnl_slot_find_locked(const struct op_call *c, const vo
                                                size_t key_len, nn_dnnl_build_fn build)
 {
     struct dnnl_slot *victim = NULL;   /* an empty slot, else the least recently used */
+    int threads = omp_get_max_threads();
     for (int i = 0; i < DNNL_CACHE_SLOTS; i++) {
         struct dnnl_slot *s = &dnnl_cache[i];
-        if (s->prim && s->key_len == key_len && !memcmp(s->key, key, key_len)) {
+        if (s->prim && s->key_len == key_len && s->threads == threads
+            && !memcmp(s->key, key, key_len)) {
             s->last_use = ++dnnl_clock;
             return s;
         }
@@ -95,6 +104,7 @@ static struct dnnl_slot *dnnl_slot_find_locked(const struct op_call *c, const vo
         dnnl_primitive_destroy(victim->prim);
     memcpy(victim->key, key, key_len);
     victim->key_len = key_len;
+    victim->threads = threads;
     victim->prim = prim;
     victim->scratch_bytes = scratch;
     victim->last_use = ++dnnl_clock;
@@ -189,10 +199,12 @@ int nn_dnnl_arg_md(const struct op_call *c, const void *key, size_t key_len,
 const char *nn_dnnl_impl_name(const void *key, size_t key_len)
 {
     const char *name = "?";
+    int threads = omp_get_max_threads();
     pthread_mutex_lock(&dnnl_lock);
     for (int i = 0; i < DNNL_CACHE_SLOTS; i++) {
         struct dnnl_slot *s = &dnnl_cache[i];
-        if (s->prim && s->key_len == key_len && !memcmp(s->key, key, key_len)) {
+        if (s->prim && s->key_len == key_len && s->threads == threads
+            && !memcmp(s->key, key, key_len)) {
             const_dnnl_primitive_desc_t pd;
             dnnl_primitive_get_primitive_desc(s->prim, &pd);
             const char *str = NULL;
