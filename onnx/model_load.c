@@ -295,10 +295,11 @@ static int value_info_from_type(const Onnx__TypeProto *tp, struct onnx_value_inf
         const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
         v->dims[i] = -1;
         if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
-            if (d->dim_value < 0 || d->dim_value > ONNX_MAX_NUMEL)
+            if (d->dim_value > ONNX_MAX_NUMEL)
                 return onnx_error(c->err, c->err_size, "value '%s': dimension %d is absurd (%lld)", v->name,
                                   i, (long long)d->dim_value);
-            v->dims[i] = d->dim_value;
+            /* Some exporters write -1 for "unknown"; it stays unknown here. */
+            v->dims[i] = d->dim_value < 0 ? -1 : d->dim_value;
         } else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param &&
                    d->dim_param[0]) {
             v->dim_params[i] = strdup(d->dim_param);

@@ -361,23 +361,25 @@ END_TEST
 START_TEST(test_node_tensors_vs_npy)
 {
     ck_assert_msg(gen_ok, "generated test data missing");
-    static const struct { const char *test; int idx; int dtype; } cases[] = {
-        {"test_conv_with_strides_padding", 0, ONNX_DTYPE_FLOAT},
-        {"test_conv_with_strides_padding", 1, ONNX_DTYPE_FLOAT},
-        {"test_add_int8", 0, ONNX_DTYPE_INT8},
-        {"test_add_uint16", 1, ONNX_DTYPE_UINT16},
-        {"test_add_uint64", 0, ONNX_DTYPE_UINT64},
-        {"test_maxpool_2d_uint8", 0, ONNX_DTYPE_UINT8},
-        {"test_cast_FLOAT16_to_DOUBLE", 0, ONNX_DTYPE_FLOAT16},
-        {"test_cast_DOUBLE_to_FLOAT", 0, ONNX_DTYPE_DOUBLE},
-        {"test_pow_types_float32_int64", 1, ONNX_DTYPE_INT64},
-        {"test_div_int32_trunc", 0, ONNX_DTYPE_INT32},
-        {"test_training_dropout", 2, ONNX_DTYPE_BOOL},
+    static const struct { const char *test, *file; int dtype; } cases[] = {
+        {"test_conv_with_strides_padding", "input_0", ONNX_DTYPE_FLOAT},
+        {"test_conv_with_strides_padding", "input_1", ONNX_DTYPE_FLOAT},
+        {"test_conv_with_strides_padding", "output_0", ONNX_DTYPE_FLOAT},
+        {"test_add_int8", "input_0", ONNX_DTYPE_INT8},
+        {"test_add_uint16", "input_1", ONNX_DTYPE_UINT16},
+        {"test_add_uint64", "input_0", ONNX_DTYPE_UINT64},
+        {"test_maxpool_2d_uint8", "output_0", ONNX_DTYPE_UINT8},
+        {"test_cast_FLOAT16_to_DOUBLE", "input_0", ONNX_DTYPE_FLOAT16},
+        {"test_cast_DOUBLE_to_FLOAT", "input_0", ONNX_DTYPE_DOUBLE},
+        {"test_pow_types_float32_int64", "input_1", ONNX_DTYPE_INT64},
+        {"test_div_int32_trunc", "input_0", ONNX_DTYPE_INT32},
+        {"test_training_dropout", "input_2", ONNX_DTYPE_BOOL},
+        {"test_lstm_defaults", "output_0", ONNX_DTYPE_FLOAT},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char file[64], rel[256];
-        snprintf(file, sizeof file, "input_%d.pb", cases[i].idx);
-        snprintf(rel, sizeof rel, "node_npy/%s_input_%d.npy", cases[i].test, cases[i].idx);
+        snprintf(file, sizeof file, "%s.pb", cases[i].file);
+        snprintf(rel, sizeof rel, "node_npy/%s_%s.npy", cases[i].test, cases[i].file);
         struct onnx_tensor a, b;
         tensor_ok(node_tensor(cases[i].test, file), &a);
         tensor_ok(gen_path(rel), &b);
@@ -593,6 +595,11 @@ START_TEST(test_symbolic_dims_and_opsets)
     ck_assert_str_eq(g->value_info[0].name, "h");
     ck_assert_str_eq(g->value_info[0].dim_params[0], "N");
     ck_assert_int_eq(g->value_info[0].elem_type, ONNX_DTYPE_FLOAT);
+    onnx_model_free(m);
+    /* A negative dim_value (an old exporter's "unknown") reads as unknown. */
+    m = load_ok(gen_path("negative_value_info_dim.onnx"));
+    ck_assert_int_eq(m->graph->inputs[0].dims[0], -1);
+    ck_assert_int_eq(m->graph->inputs[0].dims[1], 3);
     onnx_model_free(m);
 }
 END_TEST

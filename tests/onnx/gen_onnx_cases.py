@@ -219,15 +219,17 @@ bad_bytes(data + b"\0" * 4, "npy/trailing.npy", "expected 48", kind="tensor")
 bad_bytes(data[:6] + bytes([9, 0]) + data[8:], "npy/version9.npy", "version", kind="tensor")
 
 # .npy copies of node-test inputs, compared with the .pb files in C.
-for test, idx in [("test_conv_with_strides_padding", 0), ("test_conv_with_strides_padding", 1),
-                  ("test_add_int8", 0), ("test_add_uint16", 1), ("test_add_uint64", 0),
-                  ("test_maxpool_2d_uint8", 0), ("test_cast_FLOAT16_to_DOUBLE", 0),
-                  ("test_cast_DOUBLE_to_FLOAT", 0), ("test_pow_types_float32_int64", 1),
-                  ("test_div_int32_trunc", 0), ("test_training_dropout", 2)]:
-    src = os.path.join(NODE, test, "test_data_set_0", f"input_{idx}.pb")
+for test, file in [("test_conv_with_strides_padding", "input_0"), ("test_conv_with_strides_padding", "input_1"),
+                   ("test_conv_with_strides_padding", "output_0"),
+                   ("test_add_int8", "input_0"), ("test_add_uint16", "input_1"), ("test_add_uint64", "input_0"),
+                   ("test_maxpool_2d_uint8", "output_0"), ("test_cast_FLOAT16_to_DOUBLE", "input_0"),
+                   ("test_cast_DOUBLE_to_FLOAT", "input_0"), ("test_pow_types_float32_int64", "input_1"),
+                   ("test_div_int32_trunc", "input_0"), ("test_training_dropout", "input_2"),
+                   ("test_lstm_defaults", "output_0")]:
+    src = os.path.join(NODE, test, "test_data_set_0", f"{file}.pb")
     t = TensorProto()
     t.ParseFromString(open(src, "rb").read())
-    np.save(path("node_npy", f"{test}_input_{idx}.npy"), numpy_helper.to_array(t))
+    np.save(path("node_npy", f"{test}_{file}.npy"), numpy_helper.to_array(t))
 
 # ---- hostile models and tensors ----------------------------------------------
 
@@ -297,6 +299,9 @@ const = helper.make_node("Constant", [], ["y"], name="const_bad",
                          value=TensorProto(name="cv", data_type=TensorProto.FLOAT, dims=[3], raw_data=b"\0" * 8))
 bad_model(model([const], [], [Y]), "bad_const_attr.onnx", "const_bad")
 bad_model(model([relu("x", "y")], [fvi("x", [1] * 9)], [Y]), "input_rank9.onnx", "rank 9")
+neg_vi = model([relu("x", "y")], [X], [Y])
+neg_vi.graph.input[0].type.tensor_type.shape.dim[0].dim_value = -1
+save(neg_vi, "negative_value_info_dim.onnx")
 
 bad_bytes(b"this is not an onnx model at all\n" * 4, "garbage.onnx", "protobuf")
 bad_bytes(b"", "empty.onnx", "empty")
