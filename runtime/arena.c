@@ -1,24 +1,269 @@
-/* runtime/arena.c — tensor memory accounting. Every byte of tensor memory the
- * runtime holds is allocated here, so the high-water mark is the peak. */
-#include "runtime/runtime-impl.h"
+/* runtime/arena.c — the session's tensor memory (see arena.h). Budgeted
+ * arenas keep every block, free or used, in one address-ordered list that
+ * covers the whole budget, plus a hash from address to block; frees
+ * coalesce with free neighbours at once, so no two free blocks touch. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
-void *rt_arena_alloc(struct rt_arena *a, size_t bytes)
+#include "runtime/arena.h"
+
+struct arena_block {
+    size_t offset, size;
+    int is_free;
+    void *owner;
+    struct arena_block *prev, *next;       /* address order */
+    struct arena_block *hash_next;          /* bucket chain of used blocks / unlimited allocations */
+    void *ptr;                              /* unlimited mode: the backend allocation */
+    double window_cost;                     /* scratch of arena_find_window */
+};
+
+#define ARENA_BUCKETS 4096
+
+/* Used blocks (and unlimited allocations) by address. */
+struct arena_hash {
+    struct arena_block *bucket[ARENA_BUCKETS];
+};
+
+static size_t bucket_of(const void *p) { return ((uintptr_t)p / ARENA_ALIGN * 2654435761u) % ARENA_BUCKETS; }
+
+static struct arena_hash *hash_of(const struct arena *a) { return a->hash; }
+
+size_t arena_rounded(size_t bytes)
 {
-    if (a->budget_bytes && a->in_use_bytes + bytes > a->budget_bytes)
-        return NULL;
-    void *p = a->backend->alloc(a->backend->ctx, bytes);
-    if (!p)
-        return NULL;
+    if (!bytes)
+        bytes = 1;
+    return (bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+}
+
+static struct arena_block *block_new(void) { return calloc(1, sizeof(struct arena_block)); }
+
+int arena_init(struct arena *a, const struct backend *backend, size_t budget_bytes)
+{
+    memset(a, 0, sizeof *a);
+    a->backend = backend;
+    a->budget_bytes = budget_bytes;
+    struct arena_hash *h = calloc(1, sizeof *h);
+    if (!h)
+        return -1;
+    a->hash = h;
+    if (!budget_bytes)
+        return 0;
+    a->budget_bytes = budget_bytes / ARENA_ALIGN * ARENA_ALIGN;
+    a->base = backend->alloc(backend->ctx, a->budget_bytes ? a->budget_bytes : ARENA_ALIGN);
+    a->blocks = block_new();
+    if (!a->base || !a->blocks || !a->budget_bytes) {
+        arena_release(a);
+        return -1;
+    }
+    a->blocks->size = a->budget_bytes;
+    a->blocks->is_free = 1;
+    a->n_blocks = 1;
+    return 0;
+}
+
+void arena_release(struct arena *a)
+{
+    struct arena_hash *h = hash_of(a);
+    if (!a->budget_bytes && h)
+        for (size_t i = 0; i < ARENA_BUCKETS; i++)
+            for (struct arena_block *b = h->bucket[i], *n; b; b = n) {
+                n = b->hash_next;
+                a->backend->free(a->backend->ctx, b->ptr);
+                free(b);
+            }
+    for (struct arena_block *b = a->blocks, *n; b; b = n) {
+        n = b->next;
+        free(b);
+    }
+    if (a->base)
+        a->backend->free(a->backend->ctx, a->base);
+    free(h);
+    memset(a, 0, sizeof *a);
+}
+
+static void *block_ptr(const struct arena *a, const struct arena_block *b)
+{
+    return a->budget_bytes ? a->base + b->offset : b->ptr;
+}
+
+static void hash_put(struct arena *a, struct arena_block *b)
+{
+    struct arena_hash *h = hash_of(a);
+    size_t i = bucket_of(block_ptr(a, b));
+    b->hash_next = h->bucket[i];
+    h->bucket[i] = b;
+}
+
+static struct arena_block *hash_take(struct arena *a, const void *ptr, int remove)
+{
+    struct arena_hash *h = hash_of(a);
+    struct arena_block **pp = &h->bucket[bucket_of(ptr)];
+    for (; *pp; pp = &(*pp)->hash_next)
+        if (block_ptr(a, *pp) == ptr) {
+            struct arena_block *b = *pp;
+            if (remove)
+                *pp = b->hash_next;
+            return b;
+        }
+    return NULL;
+}
+
+static void account(struct arena *a, size_t bytes)
+{
     a->in_use_bytes += bytes;
     if (a->in_use_bytes > a->peak_bytes)
         a->peak_bytes = a->in_use_bytes;
-    return p;
 }
 
-void rt_arena_free(struct rt_arena *a, void *ptr, size_t bytes)
+void *arena_alloc(struct arena *a, size_t bytes, void *owner)
+{
+    size_t need = arena_rounded(bytes);
+    if (!a->budget_bytes) {
+        struct arena_block *b = block_new();
+        if (!b || !(b->ptr = a->backend->alloc(a->backend->ctx, need))) {
+            free(b);
+            return NULL;
+        }
+        b->size = need;
+        b->owner = owner;
+        hash_put(a, b);
+        account(a, need);
+        return b->ptr;
+    }
+    struct arena_block *best = NULL;
+    for (struct arena_block *b = a->blocks; b; b = b->next)
+        if (b->is_free && b->size >= need && (!best || b->size < best->size)) {
+            best = b;
+            if (b->size == need)
+                break;
+        }
+    if (!best)
+        return NULL;
+    if (best->size > need) {
+        /* Split: the used part keeps the low addresses. */
+        struct arena_block *rest = block_new();
+        if (!rest)
+            return NULL;
+        rest->offset = best->offset + need;
+        rest->size = best->size - need;
+        rest->is_free = 1;
+        rest->prev = best;
+        rest->next = best->next;
+        if (best->next)
+            best->next->prev = rest;
+        best->next = rest;
+        best->size = need;
+        a->n_blocks++;
+    }
+    best->is_free = 0;
+    best->owner = owner;
+    hash_put(a, best);
+    account(a, need);
+    if (best->offset + need > a->high_water_offset)
+        a->high_water_offset = best->offset + need;
+    return a->base + best->offset;
+}
+
+static void merge_next(struct arena *a, struct arena_block *b)
+{
+    struct arena_block *n = b->next;
+    b->size += n->size;
+    b->next = n->next;
+    if (n->next)
+        n->next->prev = b;
+    free(n);
+    a->n_blocks--;
+}
+
+void arena_free(struct arena *a, void *ptr)
 {
     if (!ptr)
         return;
-    a->backend->free(a->backend->ctx, ptr);
-    a->in_use_bytes -= bytes;
+    struct arena_block *b = hash_take(a, ptr, 1);
+    if (!b)
+        return;
+    a->in_use_bytes -= b->size;
+    if (!a->budget_bytes) {
+        a->backend->free(a->backend->ctx, b->ptr);
+        free(b);
+        return;
+    }
+    b->is_free = 1;
+    b->owner = NULL;
+    if (b->next && b->next->is_free)
+        merge_next(a, b);
+    if (b->prev && b->prev->is_free)
+        merge_next(a, b->prev);
+}
+
+size_t arena_size_of(const struct arena *a, const void *ptr)
+{
+    struct arena_block *b = hash_take((struct arena *)a, ptr, 0);
+    return b ? b->size : 0;
+}
+
+size_t arena_largest_free(const struct arena *a)
+{
+    if (!a->budget_bytes)
+        return SIZE_MAX;
+    size_t best = 0;
+    for (struct arena_block *b = a->blocks; b; b = b->next)
+        if (b->is_free && b->size > best)
+            best = b->size;
+    return best;
+}
+
+int arena_find_window(const struct arena *a, size_t bytes, arena_score_fn score, void *ctx,
+                      void **owners, size_t max_owners, size_t *n_owners)
+{
+    *n_owners = 0;
+    if (!a->budget_bytes)
+        return -1;
+    size_t need = arena_rounded(bytes);
+    const struct arena_block *best_first = NULL, *best_last = NULL;
+    double best_cost = INFINITY;
+    /* Two pointers over the address-ordered blocks: [first, b] is a run of
+     * usable blocks; it is shrunk from the left while it still fits. Costs
+     * are non-negative, so the cheapest fitting run ending at b is the
+     * shortest one. */
+    const struct arena_block *first = a->blocks;
+    size_t run_bytes = 0;
+    double run_cost = 0;
+    for (struct arena_block *b = a->blocks; b; b = b->next) {
+        double c = b->is_free ? 0 : score(ctx, b->owner);
+        b->window_cost = c;
+        if (c < 0) {
+            first = b->next;
+            run_bytes = 0;
+            run_cost = 0;
+            continue;
+        }
+        run_bytes += b->size;
+        run_cost += c;
+        while (first != b) {
+            if (run_bytes - first->size < need)
+                break;
+            run_bytes -= first->size;
+            run_cost -= first->window_cost;
+            first = first->next;
+        }
+        if (run_bytes >= need && run_cost < best_cost) {
+            best_cost = run_cost;
+            best_first = first;
+            best_last = b;
+        }
+    }
+    if (!best_first)
+        return -1;
+    for (const struct arena_block *b = best_first;; b = b->next) {
+        if (!b->is_free) {
+            if (*n_owners == max_owners)
+                return -1;
+            owners[(*n_owners)++] = b->owner;
+        }
+        if (b == best_last)
+            break;
+    }
+    return 0;
 }

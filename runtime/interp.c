@@ -29,7 +29,7 @@ enum dtrx_status rt_value_alloc(struct dtrx_session *s, struct rt_value *v)
 {
     size_t bytes = tensor_size_bytes(&v->t);
     struct rt_storage *st = calloc(1, sizeof *st);
-    void *data = st ? rt_arena_alloc(&s->arena, bytes) : NULL;
+    void *data = st ? arena_alloc(&s->arena, bytes, st) : NULL;
     if (!data) {
         free(st);
         return rt_fail(DTRX_ERR_BUDGET, "out of memory allocating %zu bytes for '%s' (%zu bytes in use)",
@@ -51,7 +51,7 @@ void rt_value_release(struct dtrx_session *s, struct rt_value *v)
     v->storage = NULL;
     v->t.data = NULL;
     if (--st->refs == 0) {
-        rt_arena_free(&s->arena, st->data, st->size_bytes);
+        arena_free(&s->arena, st->data);
         free(st);
     }
 }

@@ -5,23 +5,14 @@
 
 #include "onnx/onnx.h"
 #include "ops/ops.h"
+#include "runtime/arena.h"
 #include "runtime/dtrexec.h"
 
 /* Records the message for dtrx_last_error() and returns `status`. */
 enum dtrx_status rt_fail(enum dtrx_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Tensor memory. With budget_bytes == 0 the arena is unlimited and hands out
- * backend allocations while counting bytes; the budgeted arena comes with DTR. */
-struct rt_arena {
-    const struct backend *backend;
-    size_t budget_bytes;
-    size_t in_use_bytes;
-    size_t peak_bytes;
-};
 
-void *rt_arena_alloc(struct rt_arena *a, size_t bytes);
-void rt_arena_free(struct rt_arena *a, void *ptr, size_t bytes);
 
 /* Memory shared by a value and its aliases; `refs` counts the values that
  * point into it. */
@@ -109,7 +100,7 @@ struct dtrx_session {
     int n_dims;
     struct rt_dim_binding *dims;
 
-    struct rt_arena arena;
+    struct arena arena;
     struct op_env env;
     char op_err[1024];
 

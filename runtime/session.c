@@ -23,30 +23,17 @@ void dtrx_options_init(struct dtrx_options *o)
     o->device = "cpu";
 }
 
-/* Kernel scratch memory comes from the arena like every tensor; a small
- * header remembers the size so that scratch_free needs only the pointer. */
-struct scratch_header {
-    size_t bytes;
-    size_t pad[7];                 /* keeps the payload 64-byte aligned */
-};
-
+/* Kernel scratch memory comes from the arena like every tensor. */
 static void *env_scratch_alloc(void *ctx, size_t bytes)
 {
     struct dtrx_session *s = ctx;
-    struct scratch_header *h = rt_arena_alloc(&s->arena, bytes + sizeof *h);
-    if (!h)
-        return NULL;
-    h->bytes = bytes + sizeof *h;
-    return h + 1;
+    return arena_alloc(&s->arena, bytes, NULL);
 }
 
 static void env_scratch_free(void *ctx, void *ptr)
 {
     struct dtrx_session *s = ctx;
-    if (!ptr)
-        return;
-    struct scratch_header *h = (struct scratch_header *)ptr - 1;
-    rt_arena_free(&s->arena, h, h->bytes);
+    arena_free(&s->arena, ptr);
 }
 
 static void set_threads(int threads)
@@ -78,7 +65,10 @@ enum dtrx_status dtrx_session_create(const char *model_path, const struct dtrx_o
         s->opts.threads = omp_get_num_procs();
     set_threads(s->opts.threads);
 
-    s->arena.backend = &backend_cpu;
+    if (arena_init(&s->arena, &backend_cpu, 0)) {
+        free(s);
+        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+    }
     s->env = (struct op_env){
         .ctx = s, .scratch_alloc = env_scratch_alloc, .scratch_free = env_scratch_free,
         .backend = &backend_cpu, .threads = s->opts.threads, .seed = s->opts.seed,
@@ -87,6 +77,7 @@ enum dtrx_status dtrx_session_create(const char *model_path, const struct dtrx_o
 
     char err[1024] = "";
     if (onnx_model_load(model_path, &s->model, err, sizeof err)) {
+        arena_release(&s->arena);
         free(s);
         return rt_fail(DTRX_ERR_INPUT, "%s", err);
     }
@@ -134,6 +125,7 @@ void dtrx_session_destroy(struct dtrx_session *s)
     free(s->stats.step_seconds);
     free(s->stats.losses);
     onnx_model_free(s->model);
+    arena_release(&s->arena);
     free(s);
 }
 

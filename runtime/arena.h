@@ -1,0 +1,64 @@
+/* runtime/arena.h — all tensor memory of a session.
+ *
+ * Budgeted: one backend block of exactly budget_bytes, sub-allocated
+ * best-fit with coalescing of free neighbours, so the budget is a real bound
+ * and fragmentation is real. Unlimited (budget 0): each allocation is its
+ * own backend allocation, only counted. Either way the arena knows the bytes
+ * in use and the high-water mark.
+ *
+ * Every allocation carries an owner tag. When a request does not fit
+ * although enough bytes are free in total, arena_find_window() finds the
+ * contiguous run of free and evictable blocks whose eviction costs least
+ * (the sliding-window idea of Coop, NeurIPS 2023); the caller evicts those
+ * owners and retries. The arena itself never decides what to evict.
+ */
+#ifndef DTRX_RUNTIME_ARENA_H
+#define DTRX_RUNTIME_ARENA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ops/ops.h"
+
+#define ARENA_ALIGN 64
+
+struct arena_block;
+struct arena_hash;
+
+struct arena {
+    const struct backend *backend;
+    size_t budget_bytes;            /* 0: unlimited */
+    size_t in_use_bytes;            /* sum of live allocation sizes (rounded) */
+    size_t peak_bytes;              /* high-water mark of in_use_bytes */
+    size_t high_water_offset;       /* budgeted: highest end offset ever used */
+    char *base;                     /* budgeted: the one block */
+    struct arena_block *blocks;     /* budgeted: all blocks in address order */
+    struct arena_hash *hash;        /* used blocks by address */
+    size_t n_blocks;
+};
+
+int arena_init(struct arena *a, const struct backend *backend, size_t budget_bytes);
+void arena_release(struct arena *a);
+
+/* Rounded size an allocation of `bytes` occupies. */
+size_t arena_rounded(size_t bytes);
+/* NULL when it does not fit (budgeted) or the backend fails. */
+void *arena_alloc(struct arena *a, size_t bytes, void *owner);
+void arena_free(struct arena *a, void *ptr);
+/* Size the allocation at ptr occupies. */
+size_t arena_size_of(const struct arena *a, const void *ptr);
+/* Largest free block (budgeted), or SIZE_MAX (unlimited). */
+size_t arena_largest_free(const struct arena *a);
+
+/* Score of evicting the owner of a block: lower is cheaper; a negative
+ * value means the block cannot be evicted. */
+typedef double (*arena_score_fn)(void *ctx, void *owner);
+
+/* Finds the contiguous run of blocks, each free or evictable, holding at
+ * least `bytes`, with the lowest summed score of its evictable owners.
+ * Writes up to max_owners owners to evict and their count; returns 0, or -1
+ * when no run fits. */
+int arena_find_window(const struct arena *a, size_t bytes, arena_score_fn score, void *ctx,
+                      void **owners, size_t max_owners, size_t *n_owners);
+
+#endif
