@@ -51,6 +51,10 @@ struct storage_rec {
     uint32_t stamp;                 /* traversal marks */
     uint32_t fwd_epoch, bwd_epoch;  /* region caches valid when == dtr.region_epoch ... */
     double fwd_cost, bwd_cost;      /* ... and the flag below is set */
+    /* storage-level edges, [0] parents and [1] children, for the walks of
+     * the heuristics (no self-edges; duplicates are harmless) */
+    uint32_t *adj[2];
+    uint32_t n_adj[2], cap_adj[2];
     uint8_t fwd_valid, bwd_valid;
     uint8_t state;
     uint8_t pinned;

@@ -143,6 +143,10 @@ void dtr_destroy(struct dtr *d)
 {
     if (!d)
         return;
+    for (uint32_t i = 0; i < d->n_storages; i++) {
+        free(d->storages[i].adj[0]);
+        free(d->storages[i].adj[1]);
+    }
     free(d->tensors);
     free(d->storages);
     free(d->ops);
@@ -543,6 +547,17 @@ static enum dtr_status check(struct dtr *d, dtr_tensor t)
     return DTR_OK;
 }
 
+static int adj_add(struct dtr *d, uint32_t s, int dir, uint32_t other)
+{
+    struct storage_rec *r = &d->storages[s];
+    if (r->n_adj[dir] && r->adj[dir][r->n_adj[dir] - 1] == other)
+        return 0;
+    if (DTR_GROW(d, r->adj[dir], r->cap_adj[dir], (size_t)r->n_adj[dir] + 1))
+        return -1;
+    r->adj[dir][r->n_adj[dir]++] = other;
+    return 0;
+}
+
 static enum dtr_status call_add(struct dtr *d, const struct dtr_call_desc *c, dtr_tensor *outputs,
                                 dtr_op *op_out, int constant)
 {
@@ -640,6 +655,19 @@ static enum dtr_status call_add(struct dtr *d, const struct dtr_call_desc *c, dt
         else
             p->first_use = ui;
         p->last_use = ui;
+    }
+    /* storage-level edges, each input storage to each output storage */
+    uint32_t mark = dtr_stamp_next(d);
+    for (uint32_t k = 0; k < c->n_inputs; k++) {
+        uint32_t ps = d->tensors[c->inputs[k]].storage;
+        if (d->storages[ps].stamp == mark)
+            continue;
+        d->storages[ps].stamp = mark;
+        for (uint32_t j = 0; j < c->n_outputs; j++) {
+            uint32_t cs = d->tensors[outputs[j]].storage;
+            if (cs != ps && (adj_add(d, ps, 1, cs) || adj_add(d, cs, 0, ps)))
+                return nomem(d);
+        }
     }
     if (op_out)
         *op_out = opi;

@@ -13,7 +13,7 @@
 
 /* Past this many queued state changes, dropping every region cache is
  * cheaper than walking out from each change to find the stale ones. */
-#define REGION_SYNC_MAX_CHANGES 32
+#define REGION_SYNC_MAX_CHANGES 4096
 
 uint32_t dtr_stamp_next(struct dtr *d)
 {
@@ -85,27 +85,15 @@ void dtr_uf_add(struct dtr *d, uint32_t node, double delta)
 /* Calls body(us) for every storage `us` adjacent to storage s: its children
  * (storages of the outputs of calls reading s's tensors) when forward, else
  * its parents (storages of the inputs of the calls that made s's tensors). */
-#define FOR_NEIGHBOURS(d, s, forward, us, body)                                          \
-    do {                                                                                 \
-        for (uint32_t t_ = (d)->storages[s].first_tensor; t_ != DTR_NONE;                \
-             t_ = (d)->tensors[t_].next_in_storage) {                                    \
-            if (forward) {                                                               \
-                for (uint32_t u_ = (d)->tensors[t_].first_use; u_ != DTR_NONE;           \
-                     u_ = (d)->uses[u_].next) {                                          \
-                    const struct op_rec *op_ = &(d)->ops[(d)->uses[u_].op];              \
-                    for (uint32_t k_ = 0; k_ < op_->n_out; k_++) {                       \
-                        uint32_t us = (d)->tensors[op_->out_begin + k_].storage;         \
-                        body;                                                            \
-                    }                                                                    \
-                }                                                                        \
-            } else {                                                                     \
-                const struct op_rec *op_ = &(d)->ops[(d)->tensors[t_].op];               \
-                for (uint32_t k_ = 0; k_ < op_->n_in; k_++) {                            \
-                    uint32_t us = (d)->tensors[(d)->op_inputs[op_->in_begin + k_]].storage; \
-                    body;                                                                \
-                }                                                                        \
-            }                                                                            \
-        }                                                                                \
+#define FOR_NEIGHBOURS(d, s, forward, us, body)                                  \
+    do {                                                                         \
+        const struct storage_rec *r_ = &(d)->storages[s];                        \
+        const uint32_t *a_ = r_->adj[(forward) ? 1 : 0];                         \
+        uint32_t n_ = r_->n_adj[(forward) ? 1 : 0];                              \
+        for (uint32_t k_ = 0; k_ < n_; k_++) {                                   \
+            uint32_t us = a_[k_];                                                \
+            body;                                                                \
+        }                                                                        \
     } while (0)
 
 int dtr_eq_on_evict(struct dtr *d, uint32_t s)
