@@ -16,6 +16,7 @@ static const struct subcommand subcommands[] = {
     { "ops", cmd_ops, "list the operators and opset versions implemented" },
     { "gradcheck", cmd_gradcheck, "compare the generated gradients with finite differences" },
     { "sim", cmd_sim, "replay an op log or graph under DTR with a simulated clock" },
+    { "bench", cmd_bench, "budget sweeps of op logs or graphs in the simulator (CSV, SVG)" },
 };
 
 static void usage(FILE *f)
