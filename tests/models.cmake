@@ -10,6 +10,15 @@ if(Python3_Interpreter_FOUND)
               --models ${model} --dtrexec $<TARGET_FILE:dtrexec>)
     set_tests_properties(models_${model} PROPERTIES LABELS models TIMEOUT 300)
   endforeach()
+  # Variants exercising other operators: Resize instead of ConvTranspose,
+  # the opset-20 Gelu operator, Dropout nodes at inference.
+  foreach(variant unet:upsample=nearest unet:upsample=linear transformer:gelu=op vgg16:dropout=0.5)
+    string(REGEX REPLACE "[:=]" "_" test_name ${variant})
+    add_test(NAME models_${test_name}
+      COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/models_check.py
+              --models ${variant} --dtrexec $<TARGET_FILE:dtrexec>)
+    set_tests_properties(models_${test_name} PROPERTIES LABELS models TIMEOUT 300)
+  endforeach()
 else()
   message(STATUS "python3 not found: model-zoo checks (tests/models_check.py) not registered")
 endif()

@@ -9,6 +9,10 @@ inputs and compared to onnxruntime's outputs (rtol 1e-3, atol 1e-4).
     python3 tests/models_check.py [--dtrexec build/dtrexec] [--models a,b]
                                   [--batch N] [--full] [--threads N]
 
+A model entry may carry parameter overrides, MODEL:KEY=VALUE[:KEY=VALUE],
+e.g. unet:upsample=nearest or transformer:gelu=op; the default list covers
+every model plus those variants.
+
 Exit status 0 when every model passes, 1 otherwise; one line per model.
 Needs only numpy, onnx and onnxruntime; no pytest.
 """
@@ -30,9 +34,26 @@ import make  # noqa: E402
 import runners  # noqa: E402
 
 
-def check_one(name, args, tmp):
+VARIANTS = ("unet:upsample=nearest", "unet:upsample=linear", "transformer:gelu=op", "vgg16:dropout=0.5")
+
+
+def parse_entry(entry):
+    """'unet:upsample=nearest' -> ('unet', {'upsample': 'nearest'})."""
+    name, *items = entry.split(":")
+    overrides = {}
+    for item in items:
+        k, sep, v = item.partition("=")
+        if not sep:
+            raise ValueError(f"bad override '{item}' in '{entry}' (want KEY=VALUE)")
+        overrides[k] = make._parse_value(v)
+    return name, overrides
+
+
+def check_one(entry, args, tmp):
     t0 = time.perf_counter()
-    model = make.make(name, batch=args.batch, tiny=not args.full, seed=0)
+    name, overrides = parse_entry(entry)
+    model = make.make(name, batch=args.batch, tiny=not args.full, seed=0, **overrides)
+    name = entry.replace(":", "_").replace("=", "-")
     path = os.path.join(tmp, f"{name}.onnx")
     onnx.save_model(model, path)
     onnx.checker.check_model(path, full_check=True)
@@ -77,7 +98,8 @@ def check_one(name, args, tmp):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dtrexec", help="path of the dtrexec executable; without it only onnxruntime runs")
-    ap.add_argument("--models", default=",".join(make.MODELS), help="comma-separated subset")
+    ap.add_argument("--models", default=",".join(list(make.MODELS) + list(VARIANTS)),
+                    help="comma-separated MODEL[:KEY=VALUE...] list (default: all models and variants)")
     ap.add_argument("--batch", type=int, default=2)
     ap.add_argument("--full", action="store_true", help="full-size configurations (slow, large files)")
     ap.add_argument("--threads", type=int, default=1)
