@@ -133,6 +133,9 @@ int nn_maxpool_forward(const struct op_call *c, const struct nn_geom *g, int dty
                        const void *x, void *y, int64_t *indices, int storage_order);
 int nn_avgpool_forward(const struct op_call *c, const struct nn_geom *g,
                        int count_include_pad, const float *x, float *y);
+/* The same (float, no indices) through oneDNN; -1 where its semantics differ. */
+int nn_pool_forward_dnnl(const struct op_call *c, const struct nn_geom *g, enum nn_pool_kind kind,
+                         const float *x, float *y);
 
 /* Batch normalization, inference: y = (x - mean) / sqrt(var + eps) * scale + bias.
  * x, y: [n, ch, spatial]. */

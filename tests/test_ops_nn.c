@@ -317,6 +317,60 @@ START_TEST(test_conv_paths)
 }
 END_TEST
 
+/* Pooling: our loops and oneDNN agree wherever oneDNN is used, on geometries
+ * with ceil_mode, dilations, asymmetric pads, 1-D and 3-D. */
+struct pool_case {
+    int rank;
+    int64_t dims[5], k[3], s[3], d[3], pads[6];
+    int ceil_mode;
+};
+
+static const struct pool_case pool_cases[] = {
+    { 4, { 2, 3, 11, 12 }, { 3, 3 }, { 2, 2 }, { 1, 1 }, { 1, 1, 1, 1 }, 0 },
+    { 4, { 1, 4, 10, 9 }, { 3, 2 }, { 2, 3 }, { 1, 1 }, { 0, 1, 1, 0 }, 1 },
+    { 4, { 1, 2, 13, 13 }, { 3, 3 }, { 2, 2 }, { 2, 2 }, { 1, 1, 1, 1 }, 1 },
+    { 3, { 2, 3, 17 }, { 4 }, { 3 }, { 1 }, { 2, 1 }, 1 },
+    { 5, { 1, 2, 7, 8, 9 }, { 2, 3, 2 }, { 2, 2, 3 }, { 1, 2, 1 }, { 0, 1, 1, 1, 0, 0 }, 1 },
+};
+
+START_TEST(test_pool_paths)
+{
+    const struct pool_case *pc = &pool_cases[_i];
+    int nsp = pc->rank - 2;
+    struct nn_window_attrs a = { .n_kernel = nsp, .n_strides = nsp, .n_dilations = nsp,
+                                 .n_pads = 2 * nsp, .ceil_mode = pc->ceil_mode };
+    memcpy(a.kernel, pc->k, sizeof pc->k);
+    memcpy(a.strides, pc->s, sizeof pc->s);
+    memcpy(a.dilations, pc->d, sizeof pc->d);
+    memcpy(a.pads, pc->pads, sizeof pc->pads);
+    struct tensor x = { .dtype = ONNX_DTYPE_FLOAT, .rank = pc->rank };
+    memcpy(x.dims, pc->dims, sizeof pc->dims);
+    struct op_call c = bare_call();
+    struct nn_geom g;
+    ck_assert_msg(!nn_geom_resolve(&c, &a, &x, pc->k, 1, &g), "case %d: %s", _i, err_buf);
+    g.n = x.dims[0];
+    g.c = g.m = x.dims[1];
+    g.group = 1;
+    int64_t xs = tensor_numel(&x), ys = g.n * g.c * nn_geom_out_size(&g);
+    float *xd = rnd_array(xs), *own = malloc(sizeof(float) * ys), *dn = malloc(sizeof(float) * ys);
+    double *ref = malloc(sizeof(double) * ys);
+    for (int kind = 0; kind < 3; kind++) {
+        if (kind == NN_POOL_MAX)
+            ck_assert(!nn_maxpool_forward(&c, &g, ONNX_DTYPE_FLOAT, xd, own, NULL, 0));
+        else
+            ck_assert(!nn_avgpool_forward(&c, &g, kind == NN_POOL_AVG_INCLUDE_PAD, xd, own));
+        if (nn_pool_forward_dnnl(&c, &g, kind, xd, dn))
+            continue;                  /* oneDNN declined: only our loop is used */
+        for (int64_t i = 0; i < ys; i++)
+            ref[i] = own[i];
+        char what[64];
+        snprintf(what, sizeof what, "pool case %d kind %d", _i, kind);
+        assert_close(dn, ref, ys, 1e-5, what);
+    }
+    free(xd); free(own); free(dn); free(ref);
+}
+END_TEST
+
 /* ConvTranspose through the registry against a scatter reference. */
 START_TEST(test_conv_transpose_reference)
 {
@@ -460,6 +514,7 @@ int main(void)
     tc = tcase_create("kernels");
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, test_conv_paths, 0, (int)(sizeof conv_cases / sizeof conv_cases[0]));
+    tcase_add_loop_test(tc, test_pool_paths, 0, (int)(sizeof pool_cases / sizeof pool_cases[0]));
     tcase_add_test(tc, test_conv_transpose_reference);
     tcase_add_test(tc, test_matmul_broadcast);
     tcase_add_test(tc, test_conv_bad_attrs);
