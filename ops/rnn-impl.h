@@ -158,6 +158,44 @@ static inline float rnn_act_eval(const struct rnn_act *a, float x)
     return x;
 }
 
+/* Derivative of the activation at x (the one-sided value the forward's
+ * comparisons pick at a kink: Relu has slope 0 at 0, LeakyRelu slope 1). */
+static inline float rnn_act_grad(const struct rnn_act *a, float x)
+{
+    switch (a->kind) {
+    case RNN_ACT_SIGMOID: {
+        float s = 1.0f / (1.0f + expf(-x));
+        return s * (1.0f - s);
+    }
+    case RNN_ACT_TANH: {
+        float t = tanhf(x);
+        return 1.0f - t * t;
+    }
+    case RNN_ACT_RELU: return x > 0.0f ? 1.0f : 0.0f;
+    case RNN_ACT_AFFINE: return a->alpha;
+    case RNN_ACT_LEAKY_RELU: return x >= 0.0f ? 1.0f : a->alpha;
+    case RNN_ACT_THRESHOLDED_RELU: return x > a->alpha ? 1.0f : 0.0f;
+    case RNN_ACT_SCALED_TANH: {
+        float t = tanhf(a->beta * x);
+        return a->alpha * a->beta * (1.0f - t * t);
+    }
+    case RNN_ACT_HARD_SIGMOID: {
+        float v = a->alpha * x + a->beta;
+        return v > 0.0f && v < 1.0f ? a->alpha : 0.0f;
+    }
+    case RNN_ACT_ELU: return x >= 0.0f ? 1.0f : a->alpha * expf(x);
+    case RNN_ACT_SOFTSIGN: {
+        float d = 1.0f + fabsf(x);
+        return 1.0f / (d * d);
+    }
+    case RNN_ACT_SOFTPLUS: return x > 20.0f ? 1.0f : 1.0f / (1.0f + expf(-x));
+    }
+    return 1.0f;
+}
+
+/* ONNX's name of an activation kind, as rnn_act_parse reads it. */
+const char *rnn_act_name(int kind);
+
 /* Parses an ONNX activation name (case-insensitive); -1 if unknown. Sets the
  * default alpha/beta and says how many of each the function consumes from
  * the activation_alpha / activation_beta lists. */

@@ -81,6 +81,14 @@ static int name_equal_nocase(const char *a, const char *b)
     return *a == *b;
 }
 
+const char *rnn_act_name(int kind)
+{
+    for (size_t i = 0; i < sizeof rnn_act_table / sizeof rnn_act_table[0]; i++)
+        if (rnn_act_table[i].kind == kind)
+            return rnn_act_table[i].name;
+    return "Tanh";
+}
+
 int rnn_act_parse(const char *name, struct rnn_act *out, int *uses_alpha, int *uses_beta)
 {
     for (size_t i = 0; i < sizeof rnn_act_table / sizeof rnn_act_table[0]; i++) {
@@ -705,6 +713,21 @@ static const float *rnn_data(const struct op_call *c, int i)
     return t ? (const float *)t->data : NULL;
 }
 
+/* Reads sequence_lens (int32 or int64) into lens, checking each is in
+ * [0, seq]. */
+static int rnn_lens_load(const struct op_call *c, const struct rnn_dims *d, const struct tensor *lens_t,
+                         int32_t *lens)
+{
+    for (int64_t b = 0; b < d->batch; b++) {
+        int64_t v = tensor_get_int(lens_t, b);
+        if (v < 0 || v > d->seq)
+            return op_error(c, "sequence_lens[%lld] = %lld is outside [0, %lld] (the sequence length of X)",
+                            (long long)b, (long long)v, (long long)d->seq);
+        lens[b] = (int32_t)v;
+    }
+    return 0;
+}
+
 static int rnn_cpu(struct op_call *c)
 {
     const struct rnn_params *p = c->params;
@@ -720,14 +743,9 @@ static int rnn_cpu(struct op_call *c)
     int32_t *lens = NULL;
     if (lens_t) {
         lens = (int32_t *)(work + n_work);
-        for (int64_t b = 0; b < d.batch; b++) {
-            int64_t v = tensor_get_int(lens_t, b);
-            if (v < 0 || v > d.seq) {
-                rnn_scratch_free(c, work);
-                return op_error(c, "sequence_lens[%lld] = %lld is outside [0, %lld] (the sequence length of X)",
-                                (long long)b, (long long)v, (long long)d.seq);
-            }
-            lens[b] = (int32_t)v;
+        if (rnn_lens_load(c, &d, lens_t, lens)) {
+            rnn_scratch_free(c, work);
+            return -1;
         }
     }
     struct tensor *y = c->n_out > 0 ? c->out[0] : NULL;
@@ -751,11 +769,580 @@ static int rnn_cpu(struct op_call *c)
     return 0;
 }
 
+/* ---- gradients -------------------------------------------------------- *
+ * LSTMGrad, GRUGrad and RNNGrad (domain dtrexec) take the forward inputs
+ * (X, W, R, B, sequence_lens, initial_h, initial_c, P; omitted ones missing)
+ * then dY, dY_h, dY_c, and produce dX, dW, dR, dB, dinitial_h (and for LSTM
+ * dinitial_c, dP). They replay the forward pass with rnn_forward_f32 saving
+ * gates into scratch memory instead of keeping activations alive between
+ * the passes: the closure is then a function of the forward inputs alone,
+ * which is what DTR needs to recompute it. Backpropagation through time
+ * walks the steps in reverse processing order; per step one GEMM carries the
+ * gradient to H_{t-1} and one accumulates dR, and after the walk one GEMM
+ * each gives dX and dW from the gate gradients of every step. Clipped gate
+ * entries pass no gradient, as the forward's clamp is flat there. */
+
+enum { RNN_GRAD_IN_DY = 8, RNN_GRAD_IN_DY_H = 9, RNN_GRAD_IN_DY_C = 10, RNN_GRAD_N_IN = 11 };
+enum { RNN_GRAD_OUT_DX, RNN_GRAD_OUT_DW, RNN_GRAD_OUT_DR, RNN_GRAD_OUT_DB, RNN_GRAD_OUT_DINITIAL_H,
+       RNN_GRAD_OUT_DINITIAL_C, RNN_GRAD_OUT_DP };
+
+/* C (+)= op(A) · op(B), row-major, skipped when empty. Always accumulates:
+ * the gradient outputs start at zero. */
+static void bptt_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t kdim, const float *a, int64_t lda,
+                      const float *b, int64_t ldb, float *c, int64_t ldc)
+{
+    if (m <= 0 || n <= 0 || kdim <= 0)
+        return;
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+                (int)m, (int)n, (int)kdim, 1.0f, a, (int)lda, b, (int)ldb, 1.0f, c, (int)ldc);
+}
+
+struct rnn_bptt {
+    const struct rnn_params *p;
+    const struct rnn_dims *d;
+    const struct rnn_io *io;
+    const struct rnn_saved *sv;
+    const float *dy, *dy_h, *dy_c;
+    int dir, reverse;
+    const struct rnn_act *acts;
+    const float *peep, *zeros;
+    /* per direction: gate gradients of every step in X's row order (the
+     * x side: pre-activation gradients), GRU's R_h-product gradients */
+    float *dg_all, *drh_all;
+    /* per step, [batch, ...] with zero rows for ended sequences: the
+     * recurrent-side gate gradients, H_{t-1}, the R_h GEMM's operand */
+    float *dgs, *hprev, *hin;
+    /* per batch row: running dH and dC, GEMM results, GRU's direct dH_{t-1}
+     * part, peephole gradients summed over that row's steps */
+    float *dh, *dc, *tmp, *tmp2, *part, *dp_rows;
+};
+
+static int64_t bptt_len(const struct rnn_bptt *k, int64_t b)
+{
+    return k->io->seq_lens ? k->io->seq_lens[b] : k->d->seq;
+}
+
+static int64_t bptt_time(const struct rnn_bptt *k, int64_t s, int64_t b)
+{
+    int64_t len = bptt_len(k, b);
+    if (s >= len)
+        return -1;
+    return k->reverse ? len - 1 - s : s;
+}
+
+static int64_t bptt_x_row(const struct rnn_bptt *k, int64_t t, int64_t b)
+{
+    return k->p->layout ? b * k->d->seq + t : t * k->d->batch + b;
+}
+
+static const float *bptt_saved(const struct rnn_bptt *k, const float *base, int64_t t, int64_t b, int64_t width)
+{
+    return base + (((int64_t)k->dir * k->d->seq + t) * k->d->batch + b) * width;
+}
+
+static int64_t bptt_state_off(const struct rnn_bptt *k, int64_t b)
+{
+    const struct rnn_dims *d = k->d;
+    return k->p->layout ? (b * d->dirs + k->dir) * d->hidden : ((int64_t)k->dir * d->batch + b) * d->hidden;
+}
+
+/* The state before time t of row b: the neighbouring step's saved state,
+ * else the initial state (zeros when omitted). */
+static const float *bptt_prev(const struct rnn_bptt *k, const float *saved, const float *init, int64_t t,
+                              int64_t b)
+{
+    int64_t tp = k->reverse ? t + 1 : t - 1;
+    if (tp >= 0 && tp < bptt_len(k, b))
+        return bptt_saved(k, saved, tp, b, k->d->hidden);
+    return init ? init + bptt_state_off(k, b) : k->zeros;
+}
+
+/* dY at (t, b) of this direction, or NULL. */
+static const float *bptt_dy(const struct rnn_bptt *k, int64_t t, int64_t b)
+{
+    const struct rnn_dims *d = k->d;
+    if (!k->dy)
+        return NULL;
+    return k->dy + (k->p->layout ? ((b * d->seq + t) * d->dirs + k->dir) * d->hidden
+                                 : ((t * d->dirs + k->dir) * d->batch + b) * d->hidden);
+}
+
+/* Derivative of a gate's clip-then-activate at its pre-clip value. */
+static float bptt_gate_grad(const struct rnn_bptt *k, const struct rnn_act *a, float pre)
+{
+    if (k->p->has_clip && (pre < -k->p->clip || pre > k->p->clip))
+        return 0.0f;
+    return rnn_act_grad(a, pre);
+}
+
+static void lstm_back_row(const struct rnn_bptt *k, int64_t t, int64_t b)
+{
+    const int64_t h = k->d->hidden, gh = 4 * h;
+    const float *g = bptt_saved(k, k->sv->gates, t, b, gh), *pre = bptt_saved(k, k->sv->gates_pre, t, b, gh);
+    const float *ct = bptt_saved(k, k->sv->cells, t, b, h);
+    const float *cp = bptt_prev(k, k->sv->cells, k->io->initial_c, t, b);
+    const float *hp = bptt_prev(k, k->sv->hiddens, k->io->initial_h, t, b);
+    const float *dy = bptt_dy(k, t, b), *peep = k->peep;
+    float *dh = k->dh + b * h, *dc = k->dc + b * h, *dpr = k->dp_rows + b * 3 * h;
+    float *dg = k->dg_all + bptt_x_row(k, t, b) * gh;
+    const struct rnn_act *fa = &k->acts[0], *ga = &k->acts[1], *ha = &k->acts[2];
+    for (int64_t j = 0; j < h; j++) {
+        float dhj = dh[j] + (dy ? dy[j] : 0.0f);
+        float gi = g[j], go = g[h + j], gf = g[2 * h + j], gc = g[3 * h + j];
+        float d_o = dhj * rnn_act_eval(ha, ct[j]);
+        float dpo = d_o * bptt_gate_grad(k, fa, pre[h + j]);
+        float dct = dc[j] + dhj * go * rnn_act_grad(ha, ct[j]);
+        if (peep)   /* the output peephole read C_t */
+            dct += dpo * peep[h + j];
+        float di = dct * gc, dgc = dct * gi, df = dct * cp[j], dcp = dct * gf, dpf = 0.0f;
+        if (k->p->input_forget)   /* f = 1 - i */
+            di -= df;
+        else
+            dpf = df * bptt_gate_grad(k, fa, pre[2 * h + j]);
+        float dpi = di * bptt_gate_grad(k, fa, pre[j]);
+        float dpc = dgc * bptt_gate_grad(k, ga, pre[3 * h + j]);
+        if (peep) {
+            dcp += dpi * peep[j] + dpf * peep[2 * h + j];
+            dpr[j] += dpi * cp[j];
+            dpr[h + j] += dpo * ct[j];
+            dpr[2 * h + j] += dpf * cp[j];
+        }
+        dc[j] = dcp;
+        dg[j] = dpi;
+        dg[h + j] = dpo;
+        dg[2 * h + j] = dpf;
+        dg[3 * h + j] = dpc;
+    }
+    memcpy(k->dgs + b * gh, dg, (size_t)gh * sizeof(float));
+    memcpy(k->hprev + b * h, hp, (size_t)h * sizeof(float));
+}
+
+static void simple_rnn_back_row(const struct rnn_bptt *k, int64_t t, int64_t b)
+{
+    const int64_t h = k->d->hidden;
+    const float *pre = bptt_saved(k, k->sv->gates_pre, t, b, h);
+    const float *hp = bptt_prev(k, k->sv->hiddens, k->io->initial_h, t, b);
+    const float *dy = bptt_dy(k, t, b);
+    const float *dh = k->dh + b * h;
+    float *dg = k->dg_all + bptt_x_row(k, t, b) * h;
+    for (int64_t j = 0; j < h; j++)
+        dg[j] = (dh[j] + (dy ? dy[j] : 0.0f)) * bptt_gate_grad(k, &k->acts[0], pre[j]);
+    memcpy(k->dgs + b * h, dg, (size_t)h * sizeof(float));
+    memcpy(k->hprev + b * h, hp, (size_t)h * sizeof(float));
+}
+
+/* GRU, first half: everything up to the candidate's R_h product. dgs holds
+ * [dz, dr (linear_before_reset only), d rh] until gru_back_row_gates. */
+static void gru_back_row_candidate(const struct rnn_bptt *k, int64_t t, int64_t b)
+{
+    const int64_t h = k->d->hidden, gh = 3 * h;
+    const int lbr = k->p->linear_before_reset;
+    const float *g = bptt_saved(k, k->sv->gates, t, b, gh), *pre = bptt_saved(k, k->sv->gates_pre, t, b, gh);
+    const float *rh = bptt_saved(k, k->sv->gru_rh, t, b, h);
+    const float *hp = bptt_prev(k, k->sv->hiddens, k->io->initial_h, t, b);
+    const float *dy = bptt_dy(k, t, b);
+    const float *dh = k->dh + b * h;
+    float *dg = k->dg_all + bptt_x_row(k, t, b) * gh, *drh = k->drh_all + bptt_x_row(k, t, b) * h;
+    float *dgs = k->dgs + b * gh, *part = k->part + b * h, *hin = k->hin + b * h;
+    for (int64_t j = 0; j < h; j++) {
+        float dhj = dh[j] + (dy ? dy[j] : 0.0f);
+        float z = g[j], r = g[h + j], hc = g[2 * h + j];
+        float dph = dhj * (1.0f - z) * bptt_gate_grad(k, &k->acts[1], pre[2 * h + j]);
+        part[j] = dhj * z;
+        dgs[j] = dhj * (hp[j] - hc);
+        /* with linear_before_reset h~ = f(xh + r ⊙ rh); without, rh already
+         * holds (r ⊙ H_{t-1})·R_h^T and r's gradient needs a GEMM first */
+        dgs[h + j] = lbr ? dph * rh[j] : 0.0f;
+        dgs[2 * h + j] = drh[j] = lbr ? dph * r : dph;
+        hin[j] = lbr ? hp[j] : r * hp[j];
+        dg[2 * h + j] = dph;
+    }
+    memcpy(k->hprev + b * h, hp, (size_t)h * sizeof(float));
+}
+
+/* GRU, second half: z and r through their activations. tmp2 holds
+ * d(r ⊙ H_{t-1}) = d rh · R_h without linear_before_reset. */
+static void gru_back_row_gates(const struct rnn_bptt *k, int64_t t, int64_t b)
+{
+    const int64_t h = k->d->hidden, gh = 3 * h;
+    const float *g = bptt_saved(k, k->sv->gates, t, b, gh), *pre = bptt_saved(k, k->sv->gates_pre, t, b, gh);
+    const float *hp = k->hprev + b * h, *tmp2 = k->tmp2 + b * h;
+    float *dg = k->dg_all + bptt_x_row(k, t, b) * gh;
+    float *dgs = k->dgs + b * gh, *part = k->part + b * h;
+    for (int64_t j = 0; j < h; j++) {
+        if (!k->p->linear_before_reset) {
+            dgs[h + j] = tmp2[j] * hp[j];
+            part[j] += tmp2[j] * g[h + j];
+        }
+        dgs[j] *= bptt_gate_grad(k, &k->acts[0], pre[j]);
+        dgs[h + j] *= bptt_gate_grad(k, &k->acts[0], pre[h + j]);
+        dg[j] = dgs[j];
+        dg[h + j] = dgs[h + j];
+    }
+}
+
+/* One direction's walk; accumulates into the gradient outputs. */
+static void rnn_bptt_direction(struct rnn_bptt *k, const float *x, const float *w, const float *r,
+                               float *dx, float *dw, float *dr, float *db, float *dinit_h, float *dinit_c,
+                               float *dp)
+{
+    const struct rnn_params *p = k->p;
+    const struct rnn_dims *d = k->d;
+    const int64_t h = d->hidden, gh = rnn_gate_count(p->kind) * h, rows = d->seq * d->batch;
+    const int lstm = p->kind == RNN_KIND_LSTM, gru = p->kind == RNN_KIND_GRU;
+    const int parallel = d->batch * gh >= RNN_PARALLEL_MIN;
+
+    memset(k->dg_all, 0, (size_t)(rows * gh) * sizeof(float));
+    if (gru)
+        memset(k->drh_all, 0, (size_t)(rows * h) * sizeof(float));
+    memset(k->dp_rows, 0, (size_t)(d->batch * 3 * h) * sizeof(float));
+    /* A length-0 sequence's final state is 0 whatever came in: no gradient. */
+    for (int64_t b = 0; b < d->batch; b++) {
+        int live = bptt_len(k, b) > 0;
+        const int64_t off = bptt_state_off(k, b);
+        for (int64_t j = 0; j < h; j++) {
+            k->dh[b * h + j] = live && k->dy_h ? k->dy_h[off + j] : 0.0f;
+            k->dc[b * h + j] = live && k->dy_c ? k->dy_c[off + j] : 0.0f;
+        }
+    }
+
+    for (int64_t s = d->seq - 1; s >= 0; s--) {
+        memset(k->dgs, 0, (size_t)(d->batch * gh) * sizeof(float));
+        memset(k->hprev, 0, (size_t)(d->batch * h) * sizeof(float));
+        memset(k->hin, 0, (size_t)(d->batch * h) * sizeof(float));
+        memset(k->tmp, 0, (size_t)(d->batch * h) * sizeof(float));
+        int64_t k_rec = gh;   /* columns of dgs that reach H_{t-1} through R */
+        if (lstm) {
+#pragma omp parallel for schedule(static) if (parallel)
+            for (int64_t b = 0; b < d->batch; b++) {
+                int64_t t = bptt_time(k, s, b);
+                if (t >= 0)
+                    lstm_back_row(k, t, b);
+            }
+        } else if (!gru) {
+#pragma omp parallel for schedule(static) if (parallel)
+            for (int64_t b = 0; b < d->batch; b++) {
+                int64_t t = bptt_time(k, s, b);
+                if (t >= 0)
+                    simple_rnn_back_row(k, t, b);
+            }
+        } else {
+#pragma omp parallel for schedule(static) if (parallel)
+            for (int64_t b = 0; b < d->batch; b++) {
+                int64_t t = bptt_time(k, s, b);
+                if (t >= 0)
+                    gru_back_row_candidate(k, t, b);
+            }
+            if (!p->linear_before_reset) {
+                memset(k->tmp2, 0, (size_t)(d->batch * h) * sizeof(float));
+                bptt_gemm(0, 0, d->batch, h, h, k->dgs + 2 * h, gh, r + 2 * h * h, h, k->tmp2, h);
+                k_rec = 2 * h;   /* H_{t-1} reached R_h only through r ⊙ H_{t-1} */
+            }
+#pragma omp parallel for schedule(static) if (parallel)
+            for (int64_t b = 0; b < d->batch; b++) {
+                int64_t t = bptt_time(k, s, b);
+                if (t >= 0)
+                    gru_back_row_gates(k, t, b);
+            }
+        }
+        /* dR += dgs^T · H_{t-1} (GRU's R_h block: · the R_h product's operand) */
+        if (gru) {
+            bptt_gemm(1, 0, 2 * h, h, d->batch, k->dgs, gh, k->hprev, h, dr, h);
+            bptt_gemm(1, 0, h, h, d->batch, k->dgs + 2 * h, gh, k->hin, h, dr + 2 * h * h, h);
+        } else {
+            bptt_gemm(1, 0, gh, h, d->batch, k->dgs, gh, k->hprev, h, dr, h);
+        }
+        /* dH_{t-1} = dgs · R (+ GRU's direct part) for rows that ran */
+        bptt_gemm(0, 0, d->batch, h, k_rec, k->dgs, gh, r, h, k->tmp, h);
+        for (int64_t b = 0; b < d->batch; b++) {
+            if (bptt_time(k, s, b) < 0)
+                continue;
+            for (int64_t j = 0; j < h; j++)
+                k->dh[b * h + j] = k->tmp[b * h + j] + (gru ? k->part[b * h + j] : 0.0f);
+        }
+    }
+
+    bptt_gemm(0, 0, rows, d->input, gh, k->dg_all, gh, w, d->input, dx, d->input);
+    bptt_gemm(1, 0, gh, d->input, rows, k->dg_all, gh, x, d->input, dw, d->input);
+    /* Biases: both halves see the x-side gate gradients, except GRU's Rb_h,
+     * which sits inside the R_h product. Summed in row order. */
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < gh; j++)
+            db[j] += k->dg_all[i * gh + j];
+    for (int64_t j = 0; j < gh; j++)
+        db[gh + j] = db[j];
+    if (gru) {
+        for (int64_t j = 0; j < h; j++)
+            db[gh + 2 * h + j] = 0.0f;
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < h; j++)
+                db[gh + 2 * h + j] += k->drh_all[i * h + j];
+    }
+    for (int64_t b = 0; b < d->batch; b++) {
+        const int64_t off = bptt_state_off(k, b);
+        int live = bptt_len(k, b) > 0;
+        for (int64_t j = 0; j < h; j++) {
+            dinit_h[off + j] = live ? k->dh[b * h + j] : 0.0f;
+            if (dinit_c)
+                dinit_c[off + j] = live ? k->dc[b * h + j] : 0.0f;
+        }
+        for (int64_t j = 0; dp && j < 3 * h; j++)
+            dp[j] += k->dp_rows[b * 3 * h + j];
+    }
+}
+
+/* Checks a gradient input against the shape of the forward output it
+ * belongs to. */
+static int rnn_grad_check(const struct op_call *c, int idx, const char *what, int rank, const int64_t *dims)
+{
+    const struct tensor *t = rnn_input(c, idx);
+    if (!t)
+        return 0;
+    if (t->dtype != ONNX_DTYPE_FLOAT) {
+        char buf[96];
+        return op_error(c, "%s is %s, expected float32", what, tensor_describe(t, buf, sizeof buf));
+    }
+    return rnn_check_dims(c, t, what, rank, dims);
+}
+
+static int rnn_grad_infer(struct op_call *c)
+{
+    const struct rnn_params *p = c->params;
+    struct rnn_dims d;
+    if (rnn_dims_get(c, &d))
+        return -1;
+    const int64_t gh = rnn_gate_count(p->kind) * d.hidden;
+    int64_t y0[4] = { d.seq, d.dirs, d.batch, d.hidden }, y1[4] = { d.batch, d.seq, d.dirs, d.hidden };
+    int64_t s0[3] = { d.dirs, d.batch, d.hidden }, s1[3] = { d.batch, d.dirs, d.hidden };
+    const int64_t *ys = p->layout ? y1 : y0, *ss = p->layout ? s1 : s0;
+    if (rnn_grad_check(c, RNN_GRAD_IN_DY, "dY", 4, ys) || rnn_grad_check(c, RNN_GRAD_IN_DY_H, "dY_h", 3, ss) ||
+        rnn_grad_check(c, RNN_GRAD_IN_DY_C, "dY_c", 3, ss))
+        return -1;
+    const int64_t b_dims[2] = { d.dirs, 2 * gh }, p_dims[2] = { d.dirs, 3 * d.hidden };
+    for (int i = 0; i < c->n_out; i++) {
+        if (!c->out[i])
+            continue;
+        switch (i) {
+        case RNN_GRAD_OUT_DX: *c->out[i] = *c->in[RNN_IN_X]; break;
+        case RNN_GRAD_OUT_DW: *c->out[i] = *c->in[RNN_IN_W]; break;
+        case RNN_GRAD_OUT_DR: *c->out[i] = *c->in[RNN_IN_R]; break;
+        case RNN_GRAD_OUT_DB: rnn_set_shape(c->out[i], ONNX_DTYPE_FLOAT, 2, b_dims); break;
+        case RNN_GRAD_OUT_DP: rnn_set_shape(c->out[i], ONNX_DTYPE_FLOAT, 2, p_dims); break;
+        default: rnn_set_shape(c->out[i], ONNX_DTYPE_FLOAT, 3, ss); break;
+        }
+        c->out[i]->data = NULL;
+    }
+    return 0;
+}
+
+static struct op_cost rnn_grad_cost(const struct op_call *c)
+{
+    struct op_cost cost = rnn_cost(c);
+    cost.flops *= 3.0;   /* the replayed forward, then about twice its work backwards */
+    return cost;
+}
+
+static int rnn_grad_cpu(struct op_call *c)
+{
+    const struct rnn_params *p = c->params;
+    struct rnn_dims d;
+    if (rnn_dims_get(c, &d))
+        return -1;
+    const int lstm = p->kind == RNN_KIND_LSTM, gru = p->kind == RNN_KIND_GRU;
+    for (int i = 0; i < (lstm ? 7 : 5); i++)
+        if (i >= c->n_out || !c->out[i])
+            return op_error(c, "gradient output %d is missing; every output is required", i);
+    const size_t h = (size_t)d.hidden, gh = (size_t)rnn_gate_count(p->kind) * h, batch = (size_t)d.batch;
+    const size_t rows = (size_t)(d.seq * d.batch), saved = (size_t)d.dirs * rows;
+    const size_t n_work = rnn_work_floats(p, &d);
+    const size_t sizes[] = {
+        n_work,
+        saved * gh, saved * gh,             /* gates, gates_pre */
+        lstm ? saved * h : 0,               /* cells */
+        saved * h,                          /* hiddens */
+        gru ? saved * h : 0,                /* gru_rh */
+        rows * gh, gru ? rows * h : 0,      /* dg_all, drh_all */
+        batch * gh, batch * h, batch * h,   /* dgs, hprev, hin */
+        batch * h, batch * h, batch * h, batch * h, batch * h,   /* dh, dc, tmp, tmp2, part */
+        batch * 3 * h, h,                   /* dp_rows, zeros */
+        batch,                              /* sequence lengths (int32) */
+    };
+    enum { N_BUF = sizeof sizes / sizeof sizes[0] };
+    size_t total = 0;
+    for (int i = 0; i < N_BUF; i++)
+        total += sizes[i];
+    float *block = rnn_scratch_alloc(c, total * sizeof(float));
+    if (!block)
+        return -1;
+    float *buf[N_BUF];
+    size_t off = 0;
+    for (int i = 0; i < N_BUF; off += sizes[i], i++)
+        buf[i] = block + off;
+    memset(buf[17], 0, h * sizeof(float));
+
+    const struct tensor *lens_t = rnn_input(c, RNN_IN_SEQ_LENS);
+    int32_t *lens = NULL;
+    if (lens_t) {
+        lens = (int32_t *)buf[18];
+        if (rnn_lens_load(c, &d, lens_t, lens)) {
+            rnn_scratch_free(c, block);
+            return -1;
+        }
+    }
+    struct rnn_io io = {
+        .x = rnn_data(c, RNN_IN_X),
+        .w = rnn_data(c, RNN_IN_W),
+        .r = rnn_data(c, RNN_IN_R),
+        .b = rnn_data(c, RNN_IN_B),
+        .seq_lens = lens,
+        .initial_h = rnn_data(c, RNN_IN_INITIAL_H),
+        .initial_c = lstm ? rnn_data(c, RNN_IN_INITIAL_C) : NULL,
+        .p = lstm ? rnn_data(c, RNN_IN_P) : NULL,
+    };
+    struct rnn_saved sv = { .gates = buf[1], .gates_pre = buf[2], .cells = lstm ? buf[3] : NULL,
+                            .hiddens = buf[4], .gru_rh = gru ? buf[5] : NULL };
+    rnn_forward_f32(p, &d, &io, &sv, buf[0]);
+
+    float *out[7] = { 0 };
+    for (int i = 0; i < c->n_out && i < 7; i++) {
+        out[i] = c->out[i] ? c->out[i]->data : NULL;
+        if (out[i])
+            memset(out[i], 0, tensor_size_bytes(c->out[i]));
+    }
+    struct rnn_bptt k = {
+        .p = p, .d = &d, .io = &io, .sv = &sv,
+        .dy = rnn_data(c, RNN_GRAD_IN_DY), .dy_h = rnn_data(c, RNN_GRAD_IN_DY_H),
+        .dy_c = lstm ? rnn_data(c, RNN_GRAD_IN_DY_C) : NULL,
+        .zeros = buf[17], .dg_all = buf[6], .drh_all = buf[7], .dgs = buf[8], .hprev = buf[9], .hin = buf[10],
+        .dh = buf[11], .dc = buf[12], .tmp = buf[13], .tmp2 = buf[14], .part = buf[15], .dp_rows = buf[16],
+    };
+    for (int dir = 0; dir < d.dirs; dir++) {
+        k.dir = dir;
+        k.reverse = p->direction == RNN_DIRECTION_REVERSE || (p->direction == RNN_DIRECTION_BIDIRECTIONAL && dir == 1);
+        k.acts = p->acts + dir * p->acts_per_dir;
+        k.peep = io.p ? io.p + dir * 3 * (int64_t)h : NULL;
+        rnn_bptt_direction(&k, io.x, io.w + dir * gh * (size_t)d.input, io.r + dir * gh * h,
+                           out[RNN_GRAD_OUT_DX], out[RNN_GRAD_OUT_DW] + dir * gh * (size_t)d.input,
+                           out[RNN_GRAD_OUT_DR] + dir * gh * h, out[RNN_GRAD_OUT_DB] + dir * 2 * gh,
+                           out[RNN_GRAD_OUT_DINITIAL_H], out[RNN_GRAD_OUT_DINITIAL_C],
+                           out[RNN_GRAD_OUT_DP] ? out[RNN_GRAD_OUT_DP] + dir * 3 * h : NULL);
+    }
+    rnn_scratch_free(c, block);
+    return 0;
+}
+
+/* The gradient op's attributes, rebuilt from the parsed forward parameters
+ * so that they do not depend on how the forward node spelled them. */
+static int rnn_grad(struct grad_ctx *g)
+{
+    const struct rnn_params *p = g->fwd->params;
+    const int lstm = p->kind == RNN_KIND_LSTM;
+    static const char *const dir_names[] = { "forward", "reverse", "bidirectional" };
+    static const char *const op_names[] = { [RNN_KIND_RNN] = "RNNGrad", [RNN_KIND_GRU] = "GRUGrad",
+                                            [RNN_KIND_LSTM] = "LSTMGrad" };
+    char *act_names[RNN_MAX_ACTS];
+    float alphas[RNN_MAX_ACTS], betas[RNN_MAX_ACTS];
+    int n_acts = p->acts_per_dir * p->num_directions, n_alpha = 0, n_beta = 0;
+    for (int i = 0; i < n_acts; i++) {
+        struct rnn_act probe;
+        int ua, ub;
+        act_names[i] = (char *)rnn_act_name(p->acts[i].kind);
+        rnn_act_parse(act_names[i], &probe, &ua, &ub);
+        if (ua)
+            alphas[n_alpha++] = p->acts[i].alpha;
+        if (ub)
+            betas[n_beta++] = p->acts[i].beta;
+    }
+    struct onnx_attr attrs[9];
+    int n = 0;
+    attrs[n++] = (struct onnx_attr){ .name = "direction", .type = ONNX_ATTR_STRING,
+                                     .s = (char *)dir_names[p->direction] };
+    attrs[n++] = (struct onnx_attr){ .name = "hidden_size", .type = ONNX_ATTR_INT, .i = p->hidden_size };
+    attrs[n++] = (struct onnx_attr){ .name = "layout", .type = ONNX_ATTR_INT, .i = p->layout };
+    attrs[n++] = (struct onnx_attr){ .name = "activations", .type = ONNX_ATTR_STRINGS, .n = n_acts,
+                                     .strings = act_names };
+    if (n_alpha)
+        attrs[n++] = (struct onnx_attr){ .name = "activation_alpha", .type = ONNX_ATTR_FLOATS, .n = n_alpha,
+                                         .floats = alphas };
+    if (n_beta)
+        attrs[n++] = (struct onnx_attr){ .name = "activation_beta", .type = ONNX_ATTR_FLOATS, .n = n_beta,
+                                         .floats = betas };
+    if (p->has_clip)
+        attrs[n++] = (struct onnx_attr){ .name = "clip", .type = ONNX_ATTR_FLOAT, .f = p->clip };
+    if (lstm)
+        attrs[n++] = (struct onnx_attr){ .name = "input_forget", .type = ONNX_ATTR_INT, .i = p->input_forget };
+    if (p->kind == RNN_KIND_GRU)
+        attrs[n++] = (struct onnx_attr){ .name = "linear_before_reset", .type = ONNX_ATTR_INT,
+                                         .i = p->linear_before_reset };
+
+    const int n_fwd = lstm ? 8 : 6, n_dy = lstm ? 3 : 2;
+    int in[RNN_GRAD_N_IN];
+    for (int i = 0; i < RNN_GRAD_IN_DY; i++)
+        in[i] = i < n_fwd && i < g->fwd->n_in ? g->in[i] : -1;
+    for (int j = 0; j < 3; j++)
+        in[RNN_GRAD_IN_DY + j] = j < n_dy && j < g->fwd->n_out && g->out[j] >= 0 ? g->dy[j] : -1;
+    int out[7];
+    const int n_out = lstm ? 7 : 5;
+    if (g->emit(g, op_names[p->kind], attrs, n, RNN_GRAD_N_IN, in, n_out, out))
+        return -1;
+    for (int i = 0; i < n_fwd && i < g->fwd->n_in; i++) {
+        if (i == RNN_IN_SEQ_LENS || g->in[i] < 0 || !g->need_dx[i])
+            continue;
+        if (g->add_dx(g, i, out[i < RNN_IN_SEQ_LENS ? i : i - 1]))
+            return -1;
+    }
+    return 0;
+}
+
+/* Gradient ops parse the attributes rnn_grad writes, at the newest
+ * semantics (layout included). */
+static int lstm_grad_parse(const struct onnx_node *node, int version, void **params, char *err, size_t err_size)
+{
+    return rnn_parse(node, 22, RNN_KIND_LSTM, params, err, err_size);
+}
+
+static int gru_grad_parse(const struct onnx_node *node, int version, void **params, char *err, size_t err_size)
+{
+    return rnn_parse(node, 22, RNN_KIND_GRU, params, err, err_size);
+}
+
+static int simple_rnn_grad_parse(const struct onnx_node *node, int version, void **params, char *err,
+                                 size_t err_size)
+{
+    return rnn_parse(node, 22, RNN_KIND_RNN, params, err, err_size);
+}
+
+/* The backward kernel replays the forward from the inputs, so it keeps every
+ * input and no output. */
+#define RNN_GRAD_SAVES_IN 0xffu
+
+const struct op_def op_lstm_grad = {
+    .domain = "dtrexec", .name = "LSTMGrad", .since = { 1 },
+    .min_in = 3, .max_in = RNN_GRAD_N_IN, .min_out = 7, .max_out = 7,
+    .parse = lstm_grad_parse, .infer = rnn_grad_infer, .cost = rnn_grad_cost,
+    .kernel = { [BACKEND_CPU] = rnn_grad_cpu },
+};
+
+const struct op_def op_gru_grad = {
+    .domain = "dtrexec", .name = "GRUGrad", .since = { 1 },
+    .min_in = 3, .max_in = RNN_GRAD_N_IN, .min_out = 5, .max_out = 5,
+    .parse = gru_grad_parse, .infer = rnn_grad_infer, .cost = rnn_grad_cost,
+    .kernel = { [BACKEND_CPU] = rnn_grad_cpu },
+};
+
+const struct op_def op_rnn_grad = {
+    .domain = "dtrexec", .name = "RNNGrad", .since = { 1 },
+    .min_in = 3, .max_in = RNN_GRAD_N_IN, .min_out = 5, .max_out = 5,
+    .parse = simple_rnn_grad_parse, .infer = rnn_grad_infer, .cost = rnn_grad_cost,
+    .kernel = { [BACKEND_CPU] = rnn_grad_cpu },
+};
+
 const struct op_def op_lstm = {
     .domain = "", .name = "LSTM", .since = { 7, 14, 22 },
     .min_in = 3, .max_in = 8, .min_out = 0, .max_out = 3,
     .parse = lstm_parse, .infer = rnn_infer, .cost = rnn_cost,
     .kernel = { [BACKEND_CPU] = rnn_cpu },
+    .grad = rnn_grad, .grad_saves_in = RNN_GRAD_SAVES_IN,
 };
 
 const struct op_def op_gru = {
@@ -763,6 +1350,7 @@ const struct op_def op_gru = {
     .min_in = 3, .max_in = 6, .min_out = 0, .max_out = 2,
     .parse = gru_parse, .infer = rnn_infer, .cost = rnn_cost,
     .kernel = { [BACKEND_CPU] = rnn_cpu },
+    .grad = rnn_grad, .grad_saves_in = RNN_GRAD_SAVES_IN,
 };
 
 const struct op_def op_rnn = {
@@ -770,4 +1358,5 @@ const struct op_def op_rnn = {
     .min_in = 3, .max_in = 6, .min_out = 0, .max_out = 2,
     .parse = simple_rnn_parse, .infer = rnn_infer, .cost = rnn_cost,
     .kernel = { [BACKEND_CPU] = rnn_cpu },
+    .grad = rnn_grad, .grad_saves_in = RNN_GRAD_SAVES_IN,
 };
