@@ -475,6 +475,46 @@ START_TEST(test_matmul_broadcast)
 }
 END_TEST
 
+/* Bit-identical results whatever the addresses (a recomputed tensor lands
+ * elsewhere in the arena): inputs and outputs at offsets of 4, 16 and 64
+ * bytes from an aligned base, through the chosen conv path and nn_sgemm. */
+START_TEST(test_address_independence)
+{
+    struct nn_geom g;
+    conv_geom_make(&conv_cases[1], &g);
+    int64_t xs = g.n * g.c * nn_geom_in_size(&g), ws = g.m * (g.c / g.group) * nn_geom_k_size(&g);
+    int64_t ys = g.n * g.m * nn_geom_out_size(&g);
+    float *x0 = rnd_array(xs), *w0 = rnd_array(ws), *b0 = rnd_array(g.m);
+    const int64_t M = 37, N = 45, K = 70;
+    float *a0 = rnd_array(M * K), *bm0 = rnd_array(K * N);
+    float *ref_y = NULL, *ref_c = NULL;
+    static const int offsets[3] = { 1, 4, 16 };  /* in floats: 4, 16, 64 bytes */
+    struct op_call c = bare_call();
+    for (int t = 0; t < 3; t++) {
+        int o = offsets[t];
+        float *buf = aligned_alloc(64, sizeof(float) * (size_t)((xs + ws + ys + M * K + K * N + M * N + 6 * 16 + 64) / 16 * 16 + 64));
+        float *x = buf + o, *w = x + xs + o, *y = w + ws + o, *a = y + ys + o, *bm = a + M * K + o, *cm = bm + K * N + o;
+        memcpy(x, x0, sizeof(float) * xs);
+        memcpy(w, w0, sizeof(float) * ws);
+        memcpy(a, a0, sizeof(float) * M * K);
+        memcpy(bm, bm0, sizeof(float) * K * N);
+        ck_assert_msg(!nn_conv_forward(&c, &g, x, w, b0, y), "%s", err_buf);
+        nn_sgemm(0, 0, M, N, K, 1.0f, a, K, bm, N, 0.0f, cm, N);
+        if (!ref_y) {
+            ref_y = malloc(sizeof(float) * ys);
+            ref_c = malloc(sizeof(float) * M * N);
+            memcpy(ref_y, y, sizeof(float) * ys);
+            memcpy(ref_c, cm, sizeof(float) * M * N);
+        } else {
+            ck_assert_msg(!memcmp(ref_y, y, sizeof(float) * ys), "conv result depends on addresses (offset %d)", o);
+            ck_assert_msg(!memcmp(ref_c, cm, sizeof(float) * M * N), "sgemm result depends on addresses (offset %d)", o);
+        }
+        free(buf);
+    }
+    free(x0); free(w0); free(b0); free(a0); free(bm0); free(ref_y); free(ref_c);
+}
+END_TEST
+
 /* Bad attributes are refused with a message naming the node and attribute. */
 START_TEST(test_conv_bad_attrs)
 {
@@ -517,6 +557,7 @@ int main(void)
     tcase_add_loop_test(tc, test_pool_paths, 0, (int)(sizeof pool_cases / sizeof pool_cases[0]));
     tcase_add_test(tc, test_conv_transpose_reference);
     tcase_add_test(tc, test_matmul_broadcast);
+    tcase_add_test(tc, test_address_independence);
     tcase_add_test(tc, test_conv_bad_attrs);
     tcase_add_test(tc, test_registry_versions);
     suite_add_tcase(s, tc);
