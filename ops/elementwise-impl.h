@@ -202,6 +202,42 @@ static inline uint16_t ew_f32_to_bf16(float f)
 
 static inline uint16_t ew_f64_to_bf16(double d) { return ew_f32_to_bf16((float)d); }
 
+/* ---- a vectorisable expf ----------------------------------------------- */
+
+/* exp(x) for float, within 2 ulp of the correctly rounded result, written
+ * without calls or branches so that loops over it vectorise (libm's expf
+ * does not, without -ffast-math). exp(x) = 2^n * exp(r) with n = round(x /
+ * ln 2) and |r| <= ln2 / 2; exp(r) = 1 + r + r^2 q(r), q a degree-5 fit on
+ * Chebyshev nodes; 2^n is applied in two halves so that results in the
+ * subnormal range and up to FLT_MAX come out right. NaN stays NaN, large
+ * inputs give inf and 0. Files that use it in hot loops compile with
+ * -fno-trapping-math (see ops/unary.c) so that GCC vectorises it. */
+static inline float ew_expf(float x)
+{
+    float xc = x < 88.8f ? x : 88.8f;     /* NaN takes this bound, fixed up below */
+    xc = xc > -104.0f ? xc : -104.0f;
+    float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
+    float r = xc - n * 0.693359375f;      /* ln 2 in two parts: the first exact in n * hi */
+    r = r + n * 2.12194440e-4f;
+    float q = 1.9899275503e-04f;
+    q = q * r + 1.3933643932e-03f;
+    q = q * r + 8.3332983777e-03f;
+    q = q * r + 4.1666466743e-02f;
+    q = q * r + 1.6666667163e-01f;
+    q = q * r + 5.0000000000e-01f;
+    float p = 1.0f + r + r * r * q;
+    int32_t ni = (int32_t)n;              /* in [-150, 128] */
+    int32_t n1 = ni >> 1, n2 = ni - n1;   /* arithmetic shift (GCC, Clang) */
+    float s1 = ew_f32_from_bits((uint32_t)(n1 + 127) << 23);
+    float s2 = ew_f32_from_bits((uint32_t)(n2 + 127) << 23);
+    float y = p * s1 * s2;
+    return x != x ? x : y;
+}
+
+/* exp by dtype: the vectorisable one for float, libm's for double. */
+#define EW_EXP_FLOAT(x) ew_expf(x)
+#define EW_EXP_DOUBLE(x) exp(x)
+
 /* ---- saturating conversions from double to integers -------------------- */
 
 #define EW_SAT_DEF(name, T, lo, hi)                                                    \
