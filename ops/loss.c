@@ -275,11 +275,167 @@ static int sce_cpu(struct op_call *c)
     return rc;
 }
 
+/* ---- gradients -------------------------------------------------------- *
+ * SoftmaxCrossEntropyLossGrad (scores, target, weight?, dloss?, dlog_prob?)
+ * and NegativeLogLikelihoodLossGrad (input, target, weight?, dloss?) give
+ * the gradient of the first input (domain dtrexec). Only that input is
+ * differentiable: targets are indices, and class weights are treated as
+ * constants. Position i with class k and weight w(i) contributes
+ * -u(i) * w(i) to d logp[k], where u(i) is dloss[i] (none), dloss (sum) or
+ * dloss / sum of weights (mean); SCE then goes through log-softmax:
+ * dx = dlogp - softmax(x) * sum_c dlogp. The log-softmax is recomputed, not
+ * kept from the forward pass. */
+
+enum { LOSS_GRAD_IN_DY = 3, LOSS_GRAD_IN_DLOG_PROB = 4 };
+
+static int loss_grad_infer(struct op_call *c)
+{
+    const struct loss_params *p = c->params;
+    struct loss_dims d;
+    if (loss_dims_get(c, &d))
+        return -1;
+    const struct tensor *x = c->in[LOSS_IN_SCORES], *t = c->in[LOSS_IN_TARGET];
+    const struct tensor *dy = loss_input(c, LOSS_GRAD_IN_DY), *dlp = loss_input(c, LOSS_GRAD_IN_DLOG_PROB);
+    char a[96], b[96];
+    if (dy) {
+        int ok = dy->dtype == x->dtype && (p->reduction == LOSS_REDUCTION_NONE ? tensor_same_shape(dy, t)
+                                                                               : tensor_numel(dy) == 1);
+        if (!ok)
+            return op_error(c, "loss gradient is %s, expected %s shaped like the loss (%s)",
+                            tensor_describe(dy, a, sizeof a), onnx_dtype_name(x->dtype),
+                            p->reduction == LOSS_REDUCTION_NONE ? tensor_describe(t, b, sizeof b) : "a scalar");
+    }
+    if (dlp && (dlp->dtype != x->dtype || !tensor_same_shape(dlp, x)))
+        return op_error(c, "log_prob gradient is %s, expected %s like the scores",
+                        tensor_describe(dlp, a, sizeof a), tensor_describe(x, b, sizeof b));
+    if (c->n_out > 0 && c->out[0]) {
+        *c->out[0] = *x;
+        c->out[0]->data = NULL;
+    }
+    return 0;
+}
+
+static int loss_grad_run(struct op_call *c, int softmax)
+{
+    const struct loss_params *p = c->params;
+    struct loss_dims d;
+    if (loss_dims_get(c, &d))
+        return -1;
+    const struct tensor *x = c->in[LOSS_IN_SCORES], *t = c->in[LOSS_IN_TARGET], *w = loss_input(c, LOSS_IN_WEIGHT);
+    const struct tensor *dy = loss_input(c, LOSS_GRAD_IN_DY);
+    const struct tensor *dlp = softmax ? loss_input(c, LOSS_GRAD_IN_DLOG_PROB) : NULL;
+    struct tensor *out = c->out[0];
+    if (loss_targets_check(c, p, t, d.c))
+        return -1;
+    const int64_t count = d.n * d.d;
+    double scale = 1.0;
+    if (p->reduction == LOSS_REDUCTION_MEAN) {
+        /* the same serial, index-order sum as the forward's */
+        double ws = 0.0;
+        for (int64_t i = 0; i < count; i++) {
+            int64_t cls;
+            ws += loss_position_weight(p, t, w, i, &cls);
+        }
+        scale = 1.0 / ws;
+    }
+#pragma omp parallel for schedule(static) if (count * d.c >= LOSS_PARALLEL_MIN)
+    for (int64_t i = 0; i < count; i++) {
+        const int64_t base = i / d.d * d.c * d.d + i % d.d;
+        int64_t cls;
+        double wgt = loss_position_weight(p, t, w, i, &cls);
+        /* the gradient of the loss with respect to logp[cls] */
+        double g_cls = 0.0;
+        if (cls >= 0 && dy)
+            g_cls = -wgt * scale * loss_load(dy, p->reduction == LOSS_REDUCTION_NONE ? i : 0);
+        if (!softmax) {
+            for (int64_t k = 0; k < d.c; k++)
+                loss_store(out, base + k * d.d, k == cls ? g_cls : 0.0);
+            continue;
+        }
+        double mx = -INFINITY, sum = 0.0, total = g_cls;
+        for (int64_t k = 0; k < d.c; k++) {
+            double v = loss_load(x, base + k * d.d);
+            if (v > mx)
+                mx = v;
+        }
+        for (int64_t k = 0; k < d.c; k++)
+            sum += exp(loss_load(x, base + k * d.d) - mx);
+        double lse = mx + log(sum);
+        for (int64_t k = 0; dlp && k < d.c; k++)
+            total += loss_load(dlp, base + k * d.d);
+        for (int64_t k = 0; k < d.c; k++) {
+            double g = (k == cls ? g_cls : 0.0) + (dlp ? loss_load(dlp, base + k * d.d) : 0.0);
+            loss_store(out, base + k * d.d, g - exp(loss_load(x, base + k * d.d) - lse) * total);
+        }
+    }
+    return 0;
+}
+
+static int sce_grad_cpu(struct op_call *c)
+{
+    return loss_grad_run(c, 1);
+}
+
+static int nll_grad_cpu(struct op_call *c)
+{
+    return loss_grad_run(c, 0);
+}
+
+static int loss_grad_emit(struct grad_ctx *g, const char *op, int softmax)
+{
+    const struct loss_params *p = g->fwd->params;
+    if (!g->need_dx[LOSS_IN_SCORES])
+        return 0;
+    static const char *const reductions[] = { "none", "sum", "mean" };
+    struct onnx_attr attrs[2] = {
+        { .name = "reduction", .type = ONNX_ATTR_STRING, .s = (char *)reductions[p->reduction] },
+        { .name = "ignore_index", .type = ONNX_ATTR_INT, .i = p->ignore_index },
+    };
+    int in[5] = {
+        g->in[LOSS_IN_SCORES], g->in[LOSS_IN_TARGET],
+        g->fwd->n_in > LOSS_IN_WEIGHT ? g->in[LOSS_IN_WEIGHT] : -1,
+        g->fwd->n_out > 0 ? g->dy[0] : -1,
+        softmax && g->fwd->n_out > 1 ? g->dy[1] : -1,
+    };
+    int dx;
+    if (g->emit(g, op, attrs, p->has_ignore_index ? 2 : 1, softmax ? 5 : 4, in, 1, &dx))
+        return -1;
+    return g->add_dx(g, LOSS_IN_SCORES, dx);
+}
+
+static int sce_grad(struct grad_ctx *g)
+{
+    return loss_grad_emit(g, "SoftmaxCrossEntropyLossGrad", 1);
+}
+
+static int nll_grad(struct grad_ctx *g)
+{
+    return loss_grad_emit(g, "NegativeLogLikelihoodLossGrad", 0);
+}
+
+/* The gradients read scores, targets and weights; nothing of the outputs. */
+#define LOSS_GRAD_SAVES_IN 0x7u
+
+const struct op_def op_softmax_cross_entropy_loss_grad = {
+    .domain = "dtrexec", .name = "SoftmaxCrossEntropyLossGrad", .since = { 1 },
+    .min_in = 2, .max_in = 5, .min_out = 1, .max_out = 1,
+    .parse = loss_parse, .infer = loss_grad_infer, .cost = sce_cost,
+    .kernel = { [BACKEND_CPU] = sce_grad_cpu },
+};
+
+const struct op_def op_negative_log_likelihood_loss_grad = {
+    .domain = "dtrexec", .name = "NegativeLogLikelihoodLossGrad", .since = { 1 },
+    .min_in = 2, .max_in = 4, .min_out = 1, .max_out = 1,
+    .parse = loss_parse, .infer = loss_grad_infer, .cost = nll_cost,
+    .kernel = { [BACKEND_CPU] = nll_grad_cpu },
+};
+
 const struct op_def op_softmax_cross_entropy_loss = {
     .domain = "", .name = "SoftmaxCrossEntropyLoss", .since = { 12, 13 },
     .min_in = 2, .max_in = 3, .min_out = 1, .max_out = 2,
     .parse = loss_parse, .infer = loss_infer, .cost = sce_cost,
     .kernel = { [BACKEND_CPU] = sce_cpu },
+    .grad = sce_grad, .grad_saves_in = LOSS_GRAD_SAVES_IN,
 };
 
 const struct op_def op_negative_log_likelihood_loss = {
@@ -287,4 +443,5 @@ const struct op_def op_negative_log_likelihood_loss = {
     .min_in = 2, .max_in = 3, .min_out = 1, .max_out = 1,
     .parse = loss_parse, .infer = loss_infer, .cost = nll_cost,
     .kernel = { [BACKEND_CPU] = nll_cpu },
+    .grad = nll_grad, .grad_saves_in = LOSS_GRAD_SAVES_IN,
 };

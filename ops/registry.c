@@ -81,6 +81,13 @@
     X(op_rnn) \
     X(op_softmax_cross_entropy_loss) \
     X(op_negative_log_likelihood_loss) \
+    /* gradients: rnn */ \
+    X(op_lstm_grad) \
+    X(op_gru_grad) \
+    X(op_rnn_grad) \
+    /* gradients: loss */ \
+    X(op_softmax_cross_entropy_loss_grad) \
+    X(op_negative_log_likelihood_loss_grad) \
     /* training: optimizer steps (domain dtrexec) */ \
     X(op_sgd_update) \
     X(op_momentum_update) \
