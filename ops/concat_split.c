@@ -104,6 +104,40 @@ static int concat_cpu(struct op_call *c)
     return 0;
 }
 
+/* dy split back into the inputs' extents along the axis. */
+static int concat_grad(struct grad_ctx *g)
+{
+    const struct axis_params *p = g->fwd->params;
+    const struct tensor *y = g->fwd->out[0];
+    int axis = op_axis(p->axis, y->rank);
+    int n = g->fwd->n_in;
+    if (g->dy[0] < 0)
+        return 0;
+    if (n == 1)
+        return g->need_dx[0] ? g->add_dx(g, 0, g->dy[0]) : 0;
+    int64_t *sizes = malloc(sizeof(int64_t) * (size_t)n);
+    int *pieces = malloc(sizeof(int) * (size_t)n);
+    int rc = -1;
+    if (!sizes || !pieces) {
+        grad_error(g, "out of host memory for %d pieces", n);
+        goto done;
+    }
+    for (int k = 0; k < n; k++)
+        sizes[k] = g->fwd->in[k]->dims[axis];
+    struct onnx_attr attr = shape_attr_int("axis", axis);
+    int in[2] = { g->dy[0], grad_const_i64(g, n, sizes) };
+    if (in[1] < 0 || g->emit(g, "Split", &attr, 1, 2, in, n, pieces))
+        goto done;
+    rc = 0;
+    for (int k = 0; k < n && !rc; k++)
+        if (g->need_dx[k])
+            rc = g->add_dx(g, k, pieces[k]);
+done:
+    free(sizes);
+    free(pieces);
+    return rc;
+}
+
 const struct op_def op_concat = {
     .domain = "", .name = "Concat",
     .since = { 4, 11, 13 },
@@ -113,6 +147,7 @@ const struct op_def op_concat = {
     .infer = concat_infer,
     .cost = cost_memory,
     .kernel = { [BACKEND_CPU] = concat_cpu },
+    .grad = concat_grad,
 };
 
 /* ---- Split ---------------------------------------------------------------- */
@@ -253,6 +288,50 @@ static int split_cpu(struct op_call *c)
     return 0;
 }
 
+/* dx = the output gradients concatenated along the axis, zeros standing in
+ * for outputs the loss does not reach. Reads the split input (for the
+ * extents of omitted outputs), hence grad_saves_in. */
+static int split_grad(struct grad_ctx *g)
+{
+    if (!g->need_dx[0])
+        return 0;
+    const struct axis_params *p = g->fwd->params;
+    const struct tensor *x = g->fwd->in[0];
+    int axis = op_axis(p->axis, x->rank);
+    int n = g->fwd->n_out;
+    int any = 0;
+    for (int k = 0; k < n; k++)
+        any |= g->dy[k] >= 0;
+    if (!any)
+        return 0;
+    if (n == 1)
+        return g->add_dx(g, 0, g->dy[0]);
+    int *parts = malloc(sizeof(int) * (size_t)n);
+    if (!parts)
+        return grad_error(g, "out of host memory for %d pieces", n);
+    int rc = 0;
+    for (int k = 0; k < n && !rc; k++) {
+        parts[k] = g->dy[k];
+        if (parts[k] >= 0)
+            continue;
+        int64_t start, len;
+        if (split_piece(g->fwd, k, x->dims[axis], &start, &len)) {
+            rc = shape_grad_fwd_error(g);
+            break;
+        }
+        struct tensor z = *x;
+        z.dims[axis] = len;
+        parts[k] = shape_grad_zeros(g, &z);
+        rc = parts[k] < 0 ? -1 : 0;
+    }
+    struct onnx_attr attr = shape_attr_int("axis", axis);
+    int dx;
+    if (!rc)
+        rc = g->emit(g, "Concat", &attr, 1, n, parts, 1, &dx);
+    free(parts);
+    return rc ? -1 : g->add_dx(g, 0, dx);
+}
+
 const struct op_def op_split = {
     .domain = "", .name = "Split",
     .since = { 2, 11, 13, 18 },
@@ -263,4 +342,6 @@ const struct op_def op_split = {
     .cost = cost_memory,
     .kernel = { [BACKEND_CPU] = split_cpu },
     .host_inputs = 1u << 1,
+    .grad = split_grad,
+    .grad_saves_in = 1u << 1,
 };

@@ -49,6 +49,14 @@ static int expand_cpu(struct op_call *c)
     return 0;
 }
 
+/* dx = dy summed over the broadcast axes: the one shared reduction. */
+static int expand_grad(struct grad_ctx *g)
+{
+    if (g->dy[0] < 0)
+        return 0;
+    return grad_add_dx_broadcast(g, 0, g->dy[0]);
+}
+
 const struct op_def op_expand = {
     .domain = "", .name = "Expand",
     .since = { 8, 13 },
@@ -57,6 +65,7 @@ const struct op_def op_expand = {
     .cost = cost_memory,
     .kernel = { [BACKEND_CPU] = expand_cpu },
     .host_inputs = 1u << 1,
+    .grad = expand_grad,
 };
 
 /* ---- Tile ----------------------------------------------------------------- */
@@ -107,6 +116,72 @@ static int tile_cpu(struct op_call *c)
     return 0;
 }
 
+/* dx = dy summed over the tiles. dy seen as (repeat, dim) axis pairs (runs
+ * of untiled axes merged) is reduced over the repeat axes by one ReduceSum;
+ * when the pairs do not fit the rank limit, the tiled axes are reduced one
+ * at a time through [before, repeat, after] views. The repeats follow from
+ * the shapes, so nothing is saved. */
+static int tile_grad(struct grad_ctx *g)
+{
+    if (!g->need_dx[0] || g->dy[0] < 0)
+        return 0;
+    const struct tensor *x = g->fwd->in[0], *y = g->fwd->out[0];
+    if (tensor_numel(x) == 0 || tensor_numel(y) == 0) {   /* also repeats of 0 */
+        int z = shape_grad_zeros(g, x);
+        return z < 0 ? -1 : g->add_dx(g, 0, z);
+    }
+    struct tensor pairs = { .dtype = y->dtype };
+    int64_t axes[TENSOR_MAX_RANK];
+    int n_axes = 0, fits = 1, merge = 0;
+    for (int a = 0; a < x->rank && fits; a++) {
+        int64_t r = y->dims[a] / x->dims[a];
+        if (r == 1) {
+            if (merge)
+                pairs.dims[pairs.rank - 1] *= x->dims[a];
+            else if ((fits = pairs.rank < TENSOR_MAX_RANK))
+                pairs.dims[pairs.rank++] = x->dims[a];
+            merge = 1;
+            continue;
+        }
+        if ((fits = pairs.rank + 2 <= TENSOR_MAX_RANK)) {
+            axes[n_axes++] = pairs.rank;
+            pairs.dims[pairs.rank++] = r;
+            pairs.dims[pairs.rank++] = x->dims[a];
+        }
+        merge = 0;
+    }
+    if (!n_axes && fits)
+        return g->add_dx(g, 0, g->dy[0]);
+    struct onnx_attr keep = shape_attr_int("keepdims", 0);
+    int h = g->dy[0];
+    if (fits) {
+        int in[2];
+        if (shape_grad_reshape(g, h, &pairs, &in[0]) || (in[1] = grad_const_i64(g, n_axes, axes)) < 0 ||
+            g->emit(g, "ReduceSum", &keep, 1, 2, in, 1, &h))
+            return -1;
+    } else {
+        int64_t cur[TENSOR_MAX_RANK], one = 1;
+        memcpy(cur, y->dims, sizeof cur);
+        for (int a = 0; a < x->rank; a++) {
+            int64_t r = cur[a] / x->dims[a];
+            if (r == 1)
+                continue;
+            struct tensor view = { .dtype = y->dtype, .rank = 3,
+                                   .dims = { shape_prod(cur, 0, a), r,
+                                             x->dims[a] * shape_prod(cur, a + 1, x->rank) } };
+            int in[2];
+            if (shape_grad_reshape(g, h, &view, &in[0]) || (in[1] = grad_const_i64(g, 1, &one)) < 0 ||
+                g->emit(g, "ReduceSum", &keep, 1, 2, in, 1, &h))
+                return -1;
+            cur[a] = x->dims[a];
+        }
+    }
+    int dx;
+    if (shape_grad_reshape(g, h, x, &dx))
+        return -1;
+    return g->add_dx(g, 0, dx);
+}
+
 const struct op_def op_tile = {
     .domain = "", .name = "Tile",
     .since = { 6, 13 },
@@ -115,4 +190,5 @@ const struct op_def op_tile = {
     .cost = cost_memory,
     .kernel = { [BACKEND_CPU] = tile_cpu },
     .host_inputs = 1u << 1,
+    .grad = tile_grad,
 };

@@ -113,6 +113,31 @@ static int gather_cpu(struct op_call *c)
     return 0;
 }
 
+/* dx = zeros of the data's shape with dy rows added back at their indices
+ * (GatherGrad). Reads the indices, hence grad_saves_in. */
+static int gather_grad_emit(struct grad_ctx *g, const char *op)
+{
+    if (!g->need_dx[0] || g->dy[0] < 0)
+        return 0;
+    const struct tensor *x = g->fwd->in[0];
+    int axis = gather_axis(g->fwd, x->rank);
+    if (axis < 0)
+        return shape_grad_fwd_error(g);
+    int64_t dims[TENSOR_MAX_RANK];
+    for (int a = 0; a < x->rank; a++)
+        dims[a] = x->dims[a];
+    struct onnx_attr attrs[2] = { shape_attr_int("axis", axis), shape_attr_ints("shape", x->rank, dims) };
+    int in[2] = { g->dy[0], g->in[1] }, dx;
+    if (g->emit(g, op, attrs, 2, 2, in, 1, &dx))
+        return -1;
+    return g->add_dx(g, 0, dx);
+}
+
+static int gather_grad(struct grad_ctx *g)
+{
+    return gather_grad_emit(g, "GatherGrad");
+}
+
 const struct op_def op_gather = {
     .domain = "", .name = "Gather",
     .since = { 1, 11, 13 },
@@ -121,6 +146,8 @@ const struct op_def op_gather = {
     .infer = gather_infer,
     .cost = cost_memory,
     .kernel = { [BACKEND_CPU] = gather_cpu },
+    .grad = gather_grad,
+    .grad_saves_in = 1u << 1,
 };
 
 /* ---- GatherElements --------------------------------------------------------- */
@@ -188,6 +215,11 @@ static int gather_elements_cpu(struct op_call *c)
     return 0;
 }
 
+static int gather_elements_grad(struct grad_ctx *g)
+{
+    return gather_grad_emit(g, "GatherElementsGrad");
+}
+
 const struct op_def op_gather_elements = {
     .domain = "", .name = "GatherElements",
     .since = { 11, 13 },
@@ -196,4 +228,197 @@ const struct op_def op_gather_elements = {
     .infer = gather_elements_infer,
     .cost = cost_memory,
     .kernel = { [BACKEND_CPU] = gather_elements_cpu },
+    .grad = gather_elements_grad,
+    .grad_saves_in = 1u << 1,
+};
+
+/* ---- GatherGrad and GatherElementsGrad (domain dtrexec) ---------------------
+ * y = zeros of `shape` (the data's), then every dy element is added to the
+ * data position its gather read: a scatter-add. Repeated indices accumulate,
+ * always in index order, so the sums are bit-identical from run to run:
+ * GatherGrad splits the work by outer row and by column block, and each
+ * worker walks the indices in order; GatherElementsGrad walks dy in order. */
+
+struct gather_grad_params {
+    int64_t axis;
+    struct tensor target;
+};
+
+static int gather_grad_parse(const struct onnx_node *node, int version, void **params,
+                             char *err, size_t err_size)
+{
+    (void)version;
+    struct gather_grad_params *p = calloc(1, sizeof *p);
+    if (!p)
+        return shape_parse_error(err, err_size, node, "out of memory");
+    if (shape_parse_target(node, &p->target, err, err_size)) {
+        free(p);
+        return -1;
+    }
+    p->axis = onnx_node_attr_int(node, "axis", 0);
+    if (op_axis(p->axis, p->target.rank) < 0) {
+        int rank = p->target.rank;
+        free(p);
+        return shape_parse_error(err, err_size, node, "axis is out of range for shape of rank %d",
+                                 rank);
+    }
+    p->axis = op_axis(p->axis, p->target.rank);
+    *params = p;
+    return 0;
+}
+
+/* Checks dy against the gather of `shape` by the indices. */
+static int gather_grad_infer(struct op_call *c)
+{
+    const struct gather_grad_params *p = c->params;
+    const struct tensor *dy = c->in[0], *idx = c->in[1];
+    if (check_index_dtype(c, idx))
+        return -1;
+    int axis = (int)p->axis, rank = p->target.rank;
+    int ok = dy->rank == rank - 1 + idx->rank;
+    for (int i = 0, k = 0; ok && i < rank; i++) {
+        if (i == axis) {
+            for (int j = 0; ok && j < idx->rank; j++)
+                ok = dy->dims[k++] == idx->dims[j];
+        } else {
+            ok = dy->dims[k++] == p->target.dims[i];
+        }
+    }
+    if (!ok) {
+        char a[128], b[128];
+        return op_error(c, "dy %s is not the gather of shape by indices %s along axis %d",
+                        tensor_describe(dy, a, sizeof a), tensor_describe(idx, b, sizeof b), axis);
+    }
+    struct tensor *y = c->out[0];
+    *y = p->target;
+    y->dtype = dy->dtype;
+    y->data = NULL;
+    return 0;
+}
+
+#define GATHER_GRAD_BLOCK 256
+
+static int gather_grad_cpu(struct op_call *c)
+{
+    const struct gather_grad_params *p = c->params;
+    const struct tensor *dy = c->in[0], *idx = c->in[1];
+    struct tensor *y = c->out[0];
+    int axis = (int)p->axis;
+    int64_t d = y->dims[axis];
+    memset(y->data, 0, tensor_size_bytes(y));
+    if (dy->dtype != ONNX_DTYPE_FLOAT && dy->dtype != ONNX_DTYPE_DOUBLE)
+        return op_error(c, "dy must be float or double, got %s", onnx_dtype_name(dy->dtype));
+    if (check_indices(c, idx, d))
+        return -1;
+    int64_t outer = shape_prod(y->dims, 0, axis);
+    int64_t inner = shape_prod(y->dims, axis + 1, y->rank);
+    int64_t n = tensor_numel(idx);
+    if (outer * n == 0 || inner == 0)
+        return 0;
+    int64_t blocks = (inner + GATHER_GRAD_BLOCK - 1) / GATHER_GRAD_BLOCK;
+    int dbl = dy->dtype == ONNX_DTYPE_DOUBLE;
+    int par = (double)outer * (double)n * (double)inner > 65536;
+    #pragma omp parallel for schedule(static) if(par)
+    for (int64_t w = 0; w < outer * blocks; w++) {
+        int64_t o = w / blocks, c0 = (w % blocks) * GATHER_GRAD_BLOCK;
+        int64_t c1 = c0 + GATHER_GRAD_BLOCK < inner ? c0 + GATHER_GRAD_BLOCK : inner;
+        for (int64_t j = 0; j < n; j++) {
+            int64_t src = (o * n + j) * inner, dst = (o * d + read_index(idx, j, d)) * inner;
+            if (dbl) {
+                const double *s = (const double *)dy->data + src;
+                double *t = (double *)y->data + dst;
+                for (int64_t k = c0; k < c1; k++)
+                    t[k] += s[k];
+            } else {
+                const float *s = (const float *)dy->data + src;
+                float *t = (float *)y->data + dst;
+                for (int64_t k = c0; k < c1; k++)
+                    t[k] += s[k];
+            }
+        }
+    }
+    return 0;
+}
+
+static struct op_cost gather_grad_cost(const struct op_call *c)
+{
+    struct op_cost cost = cost_memory(c);
+    cost.flops = (double)tensor_numel(c->in[0]);
+    return cost;
+}
+
+const struct op_def op_gather_grad = {
+    .domain = "dtrexec", .name = "GatherGrad",
+    .since = { 1 },
+    .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
+    .parse = gather_grad_parse,
+    .infer = gather_grad_infer,
+    .cost = gather_grad_cost,
+    .kernel = { [BACKEND_CPU] = gather_grad_cpu },
+};
+
+static int gather_elements_grad_infer(struct op_call *c)
+{
+    const struct gather_grad_params *p = c->params;
+    const struct tensor *dy = c->in[0], *idx = c->in[1];
+    if (check_index_dtype(c, idx))
+        return -1;
+    int ok = tensor_same_shape(dy, idx) && dy->rank == p->target.rank;
+    for (int i = 0; ok && i < dy->rank; i++)
+        ok = i == p->axis || idx->dims[i] <= p->target.dims[i];
+    if (!ok) {
+        char a[128], b[128];
+        return op_error(c, "dy %s and indices %s must match and fit shape outside axis %lld",
+                        tensor_describe(dy, a, sizeof a), tensor_describe(idx, b, sizeof b),
+                        (long long)p->axis);
+    }
+    struct tensor *y = c->out[0];
+    *y = p->target;
+    y->dtype = dy->dtype;
+    y->data = NULL;
+    return 0;
+}
+
+static int gather_elements_grad_cpu(struct op_call *c)
+{
+    const struct gather_grad_params *p = c->params;
+    const struct tensor *dy = c->in[0], *idx = c->in[1];
+    struct tensor *y = c->out[0];
+    int axis = (int)p->axis, rank = y->rank;
+    int64_t d = y->dims[axis];
+    memset(y->data, 0, tensor_size_bytes(y));
+    if (dy->dtype != ONNX_DTYPE_FLOAT && dy->dtype != ONNX_DTYPE_DOUBLE)
+        return op_error(c, "dy must be float or double, got %s", onnx_dtype_name(dy->dtype));
+    if (check_indices(c, idx, d))
+        return -1;
+    int64_t ys[TENSOR_MAX_RANK], pos[TENSOR_MAX_RANK] = { 0 };
+    shape_strides(y, ys);
+    int64_t n = tensor_numel(idx);
+    int dbl = dy->dtype == ONNX_DTYPE_DOUBLE;
+    /* pos walks the index tensor's coordinates in row-major order. */
+    for (int64_t e = 0; e < n; e++) {
+        int64_t off = 0;
+        for (int k = 0; k < rank; k++)
+            off += (k == axis ? read_index(idx, e, d) : pos[k]) * ys[k];
+        if (dbl)
+            ((double *)y->data)[off] += ((const double *)dy->data)[e];
+        else
+            ((float *)y->data)[off] += ((const float *)dy->data)[e];
+        for (int k = rank - 1; k >= 0; k--) {
+            if (++pos[k] < idx->dims[k])
+                break;
+            pos[k] = 0;
+        }
+    }
+    return 0;
+}
+
+const struct op_def op_gather_elements_grad = {
+    .domain = "dtrexec", .name = "GatherElementsGrad",
+    .since = { 1 },
+    .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
+    .parse = gather_grad_parse,
+    .infer = gather_elements_grad_infer,
+    .cost = gather_grad_cost,
+    .kernel = { [BACKEND_CPU] = gather_elements_grad_cpu },
 };

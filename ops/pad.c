@@ -255,6 +255,61 @@ static int pad_cpu(struct op_call *c)
     return 0;
 }
 
+/* Constant mode: dx = Pad(dy) by the negated pads, which crops what was
+ * padded and zero-fills what was cropped; constant_value (a float input
+ * from opset 11) receives the sum of dy over the padded positions, that is
+ * sum(dy) - sum(dx). Other modes read some inputs several times, so their
+ * dx is a scatter-add (PadGrad). Reads pads and axes, hence grad_saves_in. */
+static int pad_grad(struct grad_ctx *g)
+{
+    const struct pad_params *p = g->fwd->params;
+    const struct tensor *x = g->fwd->in[0];
+    int want_value = p->mode == PAD_MODE_CONSTANT && g->fwd->version >= 11 && g->fwd->n_in > 2 &&
+                     g->in[2] >= 0 && g->need_dx[2];
+    if ((!g->need_dx[0] && !want_value) || g->dy[0] < 0)
+        return 0;
+    int64_t begin[TENSOR_MAX_RANK], end[TENSOR_MAX_RANK], pads[2 * TENSOR_MAX_RANK];
+    if (pad_amounts(g->fwd, begin, end))
+        return shape_grad_fwd_error(g);
+    int rank = x->rank, dx;
+    if (p->mode == PAD_MODE_CONSTANT) {
+        for (int a = 0; a < rank; a++) {
+            pads[a] = -begin[a];
+            pads[a + rank] = -end[a];
+        }
+        int in[2] = { g->dy[0], grad_const_i64(g, 2 * rank, pads) };
+        if (in[1] < 0 || g->emit(g, "Pad", NULL, 0, 2, in, 1, &dx))
+            return -1;
+    } else {
+        int64_t dims[TENSOR_MAX_RANK];
+        for (int a = 0; a < rank; a++) {
+            dims[a] = x->dims[a];
+            pads[a] = begin[a];
+            pads[a + rank] = end[a];
+        }
+        struct onnx_attr attrs[3] = { shape_attr_int("mode", p->mode),
+                                      shape_attr_ints("shape", rank, dims),
+                                      shape_attr_ints("pads", 2 * rank, pads) };
+        if (g->emit(g, "PadGrad", attrs, 3, 1, &g->dy[0], 1, &dx))
+            return -1;
+    }
+    if (g->need_dx[0] && g->add_dx(g, 0, dx))
+        return -1;
+    if (!want_value)
+        return 0;
+    struct onnx_attr keep = shape_attr_int("keepdims", 0);
+    int all, kept, dv, in[2];
+    if (g->emit(g, "ReduceSum", &keep, 1, 1, &g->dy[0], 1, &all) ||
+        g->emit(g, "ReduceSum", &keep, 1, 1, &dx, 1, &kept))
+        return -1;
+    in[0] = all;
+    in[1] = kept;
+    if (g->emit(g, "Sub", NULL, 0, 2, in, 1, &dv) ||
+        shape_grad_reshape(g, dv, g->fwd->in[2], &dv))
+        return -1;
+    return g->add_dx(g, 2, dv);
+}
+
 const struct op_def op_pad = {
     .domain = "", .name = "Pad",
     .since = { 2, 11, 13, 18, 19, 21, 23, 24, 25 },
@@ -264,4 +319,137 @@ const struct op_def op_pad = {
     .cost = cost_memory,
     .kernel = { [BACKEND_CPU] = pad_cpu },
     .host_inputs = (1u << 1) | (1u << 2) | (1u << 3),
+    .grad = pad_grad,
+    .grad_saves_in = (1u << 1) | (1u << 3),
+};
+
+/* ---- PadGrad (domain dtrexec) ----------------------------------------------
+ * The transpose of Pad in reflect, edge or wrap mode: y = zeros of `shape`
+ * (the input's), then every dy element is added to the input element its
+ * output position copied (pad_source per axis; constant positions add
+ * nothing). One pass in dy order, so the sums are the same every run. */
+
+struct pad_grad_params {
+    int mode;
+    struct tensor target;
+    int64_t begin[TENSOR_MAX_RANK], end[TENSOR_MAX_RANK];
+};
+
+static int pad_grad_parse(const struct onnx_node *node, int version, void **params,
+                          char *err, size_t err_size)
+{
+    (void)version;
+    struct pad_grad_params *p = calloc(1, sizeof *p);
+    int64_t pads[2 * TENSOR_MAX_RANK];
+    if (!p)
+        return shape_parse_error(err, err_size, node, "out of memory");
+    if (shape_parse_target(node, &p->target, err, err_size)) {
+        free(p);
+        return -1;
+    }
+    int rank = p->target.rank;
+    p->mode = (int)onnx_node_attr_int(node, "mode", PAD_MODE_CONSTANT);
+    int n = onnx_node_attr_ints(node, "pads", pads, 2 * TENSOR_MAX_RANK);
+    if (n != 2 * rank || p->mode < PAD_MODE_CONSTANT || p->mode > PAD_MODE_WRAP) {
+        free(p);
+        return shape_parse_error(err, err_size, node,
+                                 "pads must have %d values (two per axis of shape) and mode 0..3",
+                                 2 * rank);
+    }
+    for (int a = 0; a < rank; a++) {
+        p->begin[a] = pads[a];
+        p->end[a] = pads[a + rank];
+    }
+    *params = p;
+    return 0;
+}
+
+static int pad_grad_infer(struct op_call *c)
+{
+    const struct pad_grad_params *p = c->params;
+    const struct tensor *dy = c->in[0];
+    int ok = dy->rank == p->target.rank;
+    for (int a = 0; ok && a < dy->rank; a++) {
+        ok = dy->dims[a] == p->target.dims[a] + p->begin[a] + p->end[a];
+        if (ok && p->target.dims[a] == 0 && dy->dims[a] > 0 && p->mode != PAD_MODE_CONSTANT)
+            ok = 0;
+    }
+    if (!ok) {
+        char buf[128];
+        return op_error(c, "dy %s is not the padding of shape by pads", tensor_describe(dy, buf, sizeof buf));
+    }
+    struct tensor *y = c->out[0];
+    *y = p->target;
+    y->dtype = dy->dtype;
+    y->data = NULL;
+    return 0;
+}
+
+static int pad_grad_cpu(struct op_call *c)
+{
+    const struct pad_grad_params *p = c->params;
+    const struct tensor *dy = c->in[0];
+    struct tensor *y = c->out[0];
+    memset(y->data, 0, tensor_size_bytes(y));
+    if (dy->dtype != ONNX_DTYPE_FLOAT && dy->dtype != ONNX_DTYPE_DOUBLE)
+        return op_error(c, "dy must be float or double, got %s", onnx_dtype_name(dy->dtype));
+    int rank = dy->rank;
+    int64_t total = tensor_numel(dy);
+    if (total == 0)
+        return 0;
+    int dbl = dy->dtype == ONNX_DTYPE_DOUBLE;
+    if (rank == 0) {
+        memcpy(y->data, dy->data, dbl ? 8 : 4);
+        return 0;
+    }
+    int64_t offs[TENSOR_MAX_RANK + 1];
+    offs[0] = 0;
+    for (int a = 0; a < rank; a++)
+        offs[a + 1] = offs[a] + dy->dims[a];
+    int64_t *map = malloc(sizeof(int64_t) * (size_t)offs[rank]);
+    if (!map)
+        return op_error(c, "out of memory for %lld index entries", (long long)offs[rank]);
+    for (int a = 0; a < rank; a++)
+        for (int64_t o = 0; o < dy->dims[a]; o++)
+            map[offs[a] + o] = pad_source(p->mode, o, p->begin[a], y->dims[a]);
+    int64_t ys[TENSOR_MAX_RANK];
+    shape_strides(y, ys);
+    int last = rank - 1;
+    int64_t w = dy->dims[last], rows = total / w;
+    const int64_t *lmap = map + offs[last];
+    for (int64_t row = 0; row < rows; row++) {
+        int64_t rem = row, off = 0;
+        int constant_row = 0;
+        for (int a = last - 1; a >= 0; a--) {
+            int64_t q = rem / dy->dims[a], i = map[offs[a] + rem - q * dy->dims[a]];
+            if (i < 0)
+                constant_row = 1;
+            else
+                off += i * ys[a];
+            rem = q;
+        }
+        if (constant_row)
+            continue;
+        for (int64_t o = 0; o < w; o++) {
+            int64_t i = lmap[o];
+            if (i < 0)
+                continue;
+            if (dbl)
+                ((double *)y->data)[off + i] += ((const double *)dy->data)[row * w + o];
+            else
+                ((float *)y->data)[off + i] += ((const float *)dy->data)[row * w + o];
+        }
+    }
+    free(map);
+    return 0;
+}
+
+const struct op_def op_pad_grad = {
+    .domain = "dtrexec", .name = "PadGrad",
+    .since = { 1 },
+    .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+    .parse = pad_grad_parse,
+    .infer = pad_grad_infer,
+    .cost = cost_elementwise,
+    .kernel = { [BACKEND_CPU] = pad_grad_cpu },
 };

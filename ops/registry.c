@@ -88,6 +88,13 @@
     /* gradients: loss */ \
     X(op_softmax_cross_entropy_loss_grad) \
     X(op_negative_log_likelihood_loss_grad) \
+    /* gradients: shape */ \
+    X(op_slice_grad) \
+    X(op_gather_grad) \
+    X(op_gather_elements_grad) \
+    X(op_pad_grad) \
+    X(op_resize_grad) \
+    X(op_dropout_grad) \
     /* training: optimizer steps (domain dtrexec) */ \
     X(op_sgd_update) \
     X(op_momentum_update) \

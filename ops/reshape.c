@@ -7,6 +7,18 @@
 
 #include "ops/shape-impl.h"
 
+/* The gradient of every view: dy given the input's shape again (itself a
+ * view, so no bytes move). Shape and axes inputs get none. */
+static int view_grad(struct grad_ctx *g)
+{
+    if (!g->need_dx[0] || g->dy[0] < 0)
+        return 0;
+    int dx;
+    if (shape_grad_reshape(g, g->dy[0], g->fwd->in[0], &dx))
+        return -1;
+    return g->add_dx(g, 0, dx);
+}
+
 /* ---- Reshape (5, 13, 14, 19, 21, 23, 24, 25) ----------------------------- */
 
 struct reshape_params {
@@ -78,6 +90,7 @@ const struct op_def op_reshape = {
     .cost = shape_cost_view,
     .host_inputs = 1u << 1,
     .alias = 1,
+    .grad = view_grad,
 };
 
 /* ---- Flatten (1, 9, 11, 13, 21, 23, 24, 25) ------------------------------ */
@@ -128,6 +141,7 @@ const struct op_def op_flatten = {
     .infer = flatten_infer,
     .cost = shape_cost_view,
     .alias = 1,
+    .grad = view_grad,
 };
 
 /* ---- Squeeze and Unsqueeze (1, 11, 13, 21, 23, 24, 25) -------------------- */
@@ -244,6 +258,7 @@ const struct op_def op_squeeze = {
     .cost = shape_cost_view,
     .host_inputs = 1u << 1,
     .alias = 1,
+    .grad = view_grad,
 };
 
 const struct op_def op_unsqueeze = {
@@ -255,6 +270,7 @@ const struct op_def op_unsqueeze = {
     .cost = shape_cost_view,
     .host_inputs = 1u << 1,
     .alias = 1,
+    .grad = view_grad,
 };
 
 /* ---- Identity (1, 13, 14, 16, 19, 21, 23, 24, 25) ------------------------- */
@@ -275,4 +291,5 @@ const struct op_def op_identity = {
     .infer = identity_infer,
     .cost = shape_cost_view,
     .alias = 1,
+    .grad = view_grad,
 };

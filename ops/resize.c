@@ -352,6 +352,33 @@ static struct op_cost resize_cost(const struct op_call *c)
     return cost;
 }
 
+/* dx = the transpose of the interpolation (ResizeGrad): every dy element
+ * goes back to the source elements it was read from, with the same
+ * weights. The exact double scales of the forward plan travel as a double
+ * constant, so the taps are recomputed bit for bit. Reads roi, scales and
+ * sizes (to make the plan), hence grad_saves_in. */
+static int resize_grad(struct grad_ctx *g)
+{
+    if (!g->need_dx[0] || g->dy[0] < 0)
+        return 0;
+    const struct resize_params *p = g->fwd->params;
+    const struct tensor *x = g->fwd->in[0];
+    struct resize_plan pl;
+    if (resize_make_plan(g->fwd, &pl))
+        return shape_grad_fwd_error(g);
+    int rank = x->rank;
+    struct tensor scales = { .dtype = ONNX_DTYPE_DOUBLE, .rank = 1, .dims = { rank }, .data = pl.scale };
+    int64_t dims[TENSOR_MAX_RANK];
+    for (int a = 0; a < rank; a++)
+        dims[a] = x->dims[a];
+    struct onnx_attr attrs[4] = { shape_attr_ints("shape", rank, dims), shape_attr_int("linear", p->linear),
+                                  shape_attr_int("coord", p->coord), shape_attr_int("nearest", p->nearest) };
+    int in[2] = { g->dy[0], g->constant(g, &scales) }, dx;
+    if (in[1] < 0 || g->emit(g, "ResizeGrad", attrs, 4, 2, in, 1, &dx))
+        return -1;
+    return g->add_dx(g, 0, dx);
+}
+
 const struct op_def op_resize = {
     .domain = "", .name = "Resize",
     .since = { 10, 11, 13, 18, 19 },
@@ -361,4 +388,168 @@ const struct op_def op_resize = {
     .cost = resize_cost,
     .kernel = { [BACKEND_CPU] = resize_cpu },
     .host_inputs = (1u << 1) | (1u << 2) | (1u << 3),
+    .grad = resize_grad,
+    .grad_saves_in = (1u << 1) | (1u << 2) | (1u << 3),
+};
+
+/* ---- ResizeGrad (domain dtrexec) -------------------------------------------
+ * Inputs dy (the forward output's gradient) and the forward plan's scales
+ * (double, one per axis); y = zeros of `shape` (the forward input's). Each
+ * dy element is added to the 2^k corners it interpolated, with their
+ * weights. Leading axes the forward did not resize (N and C of an image)
+ * map one to one, so slabs over them have disjoint targets and run in
+ * parallel; inside a slab the scatter walks dy in order: deterministic. */
+
+struct resize_grad_params {
+    struct resize_params mode;
+    struct tensor target;
+};
+
+static int resize_grad_parse(const struct onnx_node *node, int version, void **params,
+                             char *err, size_t err_size)
+{
+    (void)version;
+    struct resize_grad_params *p = calloc(1, sizeof *p);
+    if (!p)
+        return shape_parse_error(err, err_size, node, "out of memory");
+    if (shape_parse_target(node, &p->target, err, err_size)) {
+        free(p);
+        return -1;
+    }
+    p->mode.n_axes = -1;
+    p->mode.linear = onnx_node_attr_int(node, "linear", 0) != 0;
+    p->mode.coord = (int)onnx_node_attr_int(node, "coord", RESIZE_COORD_HALF_PIXEL);
+    p->mode.nearest = (int)onnx_node_attr_int(node, "nearest", RESIZE_NEAREST_ROUND_PREFER_FLOOR);
+    if (p->mode.coord < 0 || p->mode.coord > RESIZE_COORD_ASYMMETRIC || p->mode.nearest < 0 ||
+        p->mode.nearest > RESIZE_NEAREST_SIMPLE) {
+        free(p);
+        return shape_parse_error(err, err_size, node, "coord must be 0..4 and nearest 0..4");
+    }
+    *params = p;
+    return 0;
+}
+
+static int resize_grad_infer(struct op_call *c)
+{
+    const struct resize_grad_params *p = c->params;
+    const struct tensor *dy = c->in[0], *scales = c->in[1];
+    if (dy->rank != p->target.rank)
+        return op_error(c, "dy has rank %d but shape has %d", dy->rank, p->target.rank);
+    if (scales->dtype != ONNX_DTYPE_DOUBLE || scales->rank != 1 || scales->dims[0] != dy->rank)
+        return op_error(c, "scales must be double[%d]", dy->rank);
+    if (dy->dtype != ONNX_DTYPE_FLOAT && dy->dtype != ONNX_DTYPE_DOUBLE)
+        return op_error(c, "dy must be float or double, got %s", onnx_dtype_name(dy->dtype));
+    for (int a = 0; a < dy->rank; a++)
+        if (p->target.dims[a] == 0 && dy->dims[a] > 0)
+            return op_error(c, "axis %d: %lld gradients for an empty input axis", a,
+                            (long long)dy->dims[a]);
+    struct tensor *y = c->out[0];
+    *y = p->target;
+    y->dtype = dy->dtype;
+    y->data = NULL;
+    return 0;
+}
+
+static int resize_grad_cpu(struct op_call *c)
+{
+    const struct resize_grad_params *p = c->params;
+    const struct tensor *dy = c->in[0], *scales = c->in[1];
+    struct tensor *x = c->out[0];
+    int rank = dy->rank, dbl = dy->dtype == ONNX_DTYPE_DOUBLE;
+    memset(x->data, 0, tensor_size_bytes(x));
+    int64_t total = tensor_numel(dy);
+    if (total == 0)
+        return 0;
+    if (rank == 0) {
+        memcpy(x->data, dy->data, dbl ? 8 : 4);
+        return 0;
+    }
+    int64_t offs[TENSOR_MAX_RANK + 1];
+    offs[0] = 0;
+    for (int a = 0; a < rank; a++)
+        offs[a + 1] = offs[a] + dy->dims[a];
+    struct resize_tap *taps = malloc(sizeof *taps * (size_t)offs[rank]);
+    if (!taps)
+        return op_error(c, "out of memory for %lld resize taps", (long long)offs[rank]);
+    int active[TENSOR_MAX_RANK], k = 0, lead = 0, leading = 1;
+    for (int a = 0; a < rank; a++) {
+        const double *sc = scales->data;
+        resize_taps(&p->mode, sc[a], x->dims[a], dy->dims[a], taps + offs[a]);
+        int blends = 0, identity = dy->dims[a] == x->dims[a];
+        for (int64_t o = 0; o < dy->dims[a]; o++) {
+            blends |= taps[offs[a] + o].w != 0;
+            identity &= taps[offs[a] + o].i0 == o && taps[offs[a] + o].w == 0;
+        }
+        if (blends)
+            active[k++] = a;
+        leading &= identity;
+        lead += leading;
+    }
+    int last = rank - 1;
+    if (lead > last)
+        lead = last;
+    int64_t xs[TENSOR_MAX_RANK];
+    shape_strides(x, xs);
+    int64_t w = dy->dims[last], rows = total / w;
+    int64_t slabs = shape_prod(dy->dims, 0, lead), per_slab = slabs ? rows / slabs : 0;
+    const struct resize_tap *lt = taps + offs[last];
+    int par = total > 16384 && slabs > 1;
+    #pragma omp parallel for schedule(static) if(par)
+    for (int64_t slab = 0; slab < slabs; slab++) {
+        for (int64_t row = slab * per_slab; row < (slab + 1) * per_slab; row++) {
+            const struct resize_tap *rt[TENSOR_MAX_RANK];
+            int64_t rem = row, base = 0;
+            for (int a = last - 1; a >= 0; a--) {
+                int64_t q = rem / dy->dims[a];
+                rt[a] = taps + offs[a] + (rem - q * dy->dims[a]);
+                base += rt[a]->i0 * xs[a];
+                rem = q;
+            }
+            for (int64_t o = 0; o < w; o++) {
+                rt[last] = lt + o;
+                double g = dbl ? ((const double *)dy->data)[row * w + o]
+                               : ((const float *)dy->data)[row * w + o];
+                for (int corner = 0; corner < (1 << k); corner++) {
+                    double weight = 1;
+                    int64_t off = base + lt[o].i0;
+                    for (int j = 0; j < k; j++) {
+                        const struct resize_tap *t = rt[active[j]];
+                        if (corner >> j & 1) {
+                            weight *= t->w;
+                            off += (t->i1 - t->i0) * xs[active[j]];
+                        } else {
+                            weight *= 1 - t->w;
+                        }
+                    }
+                    if (weight == 0)
+                        continue;
+                    if (dbl)
+                        ((double *)x->data)[off] += weight * g;
+                    else
+                        ((float *)x->data)[off] = (float)(((float *)x->data)[off] + weight * g);
+                }
+            }
+        }
+    }
+    free(taps);
+    return 0;
+}
+
+static struct op_cost resize_grad_cost(const struct op_call *c)
+{
+    struct op_cost cost = cost_memory(c);
+    const struct resize_grad_params *p = c->params;
+    cost.flops = (double)tensor_numel(c->in[0]) * (p && p->mode.linear ? 8 : 1);
+    return cost;
+}
+
+const struct op_def op_resize_grad = {
+    .domain = "dtrexec", .name = "ResizeGrad",
+    .since = { 1 },
+    .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
+    .parse = resize_grad_parse,
+    .infer = resize_grad_infer,
+    .cost = resize_grad_cost,
+    .kernel = { [BACKEND_CPU] = resize_grad_cpu },
+    .host_inputs = 1u << 1,
 };

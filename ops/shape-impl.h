@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops/ops.h"
@@ -116,6 +117,89 @@ static inline struct op_cost shape_cost_view(const struct op_call *c)
 {
     (void)c;
     return (struct op_cost){ 0, 0 };
+}
+
+/* ---- gradients --------------------------------------------------------------
+ * Emitters of the family build their calls from these. Attribute arrays may
+ * live on the emitter's stack: the emitted op's parse() copies them. */
+
+static inline struct onnx_attr shape_attr_int(const char *name, int64_t v)
+{
+    return (struct onnx_attr){ .name = (char *)name, .type = ONNX_ATTR_INT, .i = v };
+}
+
+static inline struct onnx_attr shape_attr_ints(const char *name, int n, const int64_t *v)
+{
+    return (struct onnx_attr){ .name = (char *)name, .type = ONNX_ATTR_INTS, .n = n,
+                               .ints = (int64_t *)v };
+}
+
+/* A dims list as a 1-D int64 constant handle (-1 on failure). */
+static inline int shape_grad_dims_const(struct grad_ctx *g, const struct tensor *t)
+{
+    int64_t dims[TENSOR_MAX_RANK];
+    for (int i = 0; i < t->rank; i++)
+        dims[i] = t->dims[i];
+    return grad_const_i64(g, t->rank, dims);
+}
+
+/* Reshape(h) to target's dims into *out; h itself when the dims already match
+ * (no call, no copy). */
+static inline int shape_grad_reshape(struct grad_ctx *g, int h, const struct tensor *target, int *out)
+{
+    const struct tensor *ht = g->shape(g, h);
+    if (!ht)
+        return grad_error(g, "no shape for handle %d", h);
+    if (tensor_same_shape(ht, target)) {
+        *out = h;
+        return 0;
+    }
+    int shape_h = shape_grad_dims_const(g, target);
+    if (shape_h < 0)
+        return -1;
+    int in[2] = { h, shape_h };
+    return g->emit(g, "Reshape", NULL, 0, 2, in, 1, out);
+}
+
+/* A zero constant of target's dtype and dims (-1 on failure). Only for the
+ * rare missing output gradient: it is host memory copied into the arena. */
+static inline int shape_grad_zeros(struct grad_ctx *g, const struct tensor *target)
+{
+    struct tensor z = *target;
+    size_t bytes = tensor_size_bytes(&z);
+    z.data = calloc(1, bytes ? bytes : 1);
+    if (!z.data)
+        return grad_error(g, "out of host memory for %zu zero bytes", bytes);
+    int h = g->constant(g, &z);
+    free(z.data);
+    return h;
+}
+
+/* The message a forward-call helper (slice plan, pad amounts, ...) left in
+ * the forward call's error buffer, as a gradient error. */
+static inline int shape_grad_fwd_error(struct grad_ctx *g)
+{
+    const struct op_env *env = g->fwd->env;
+    return grad_error(g, "%s", env && env->err && env->err[0] ? env->err : "bad forward call");
+}
+
+/* Parse helper of the gradient kernels: the `shape` attribute (dims of the
+ * forward input the kernel's output stands for) into t (rank, dims; dtype
+ * left 0); -1 after a message. */
+static inline int shape_parse_target(const struct onnx_node *node, struct tensor *t, char *err,
+                                     size_t err_size)
+{
+    memset(t, 0, sizeof *t);
+    int n = onnx_node_attr_ints(node, "shape", t->dims, TENSOR_MAX_RANK);
+    if (n < 0)
+        return shape_parse_error(err, err_size, node,
+                                 "the shape attribute (at most %d dims) is required", TENSOR_MAX_RANK);
+    for (int i = 0; i < n; i++)
+        if (t->dims[i] < 0)
+            return shape_parse_error(err, err_size, node, "shape[%d] is %lld; expected >= 0", i,
+                                     (long long)t->dims[i]);
+    t->rank = n;
+    return 0;
 }
 
 #endif

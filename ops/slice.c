@@ -153,6 +153,31 @@ static int slice_cpu(struct op_call *c)
     return 0;
 }
 
+/* dx = zeros of the input's shape with dy written back where the slice
+ * read: one SliceGrad call carrying the plan (start and step per axis).
+ * Reads starts/ends/axes/steps, hence grad_saves_in. */
+static int slice_grad(struct grad_ctx *g)
+{
+    if (!g->need_dx[0] || g->dy[0] < 0)
+        return 0;
+    struct slice_plan pl;
+    if (slice_make_plan(g->fwd, &pl))
+        return shape_grad_fwd_error(g);
+    const struct tensor *x = g->fwd->in[0];
+    int64_t dims[TENSOR_MAX_RANK];
+    for (int a = 0; a < x->rank; a++)
+        dims[a] = x->dims[a];
+    struct onnx_attr attrs[3] = {
+        shape_attr_ints("shape", x->rank, dims),
+        shape_attr_ints("starts", x->rank, pl.start),
+        shape_attr_ints("steps", x->rank, pl.step),
+    };
+    int dx;
+    if (g->emit(g, "SliceGrad", attrs, 3, 1, &g->dy[0], 1, &dx))
+        return -1;
+    return g->add_dx(g, 0, dx);
+}
+
 const struct op_def op_slice = {
     .domain = "", .name = "Slice",
     .since = { 1, 10, 11, 13 },
@@ -162,4 +187,114 @@ const struct op_def op_slice = {
     .cost = cost_memory,
     .kernel = { [BACKEND_CPU] = slice_cpu },
     .host_inputs = (1u << 1) | (1u << 2) | (1u << 3) | (1u << 4),
+    .grad = slice_grad,
+    .grad_saves_in = (1u << 1) | (1u << 2) | (1u << 3) | (1u << 4),
+};
+
+/* ---- SliceGrad (domain dtrexec) --------------------------------------------
+ * y = zeros of `shape`, then y[start + i * step] = dy[i] along every axis:
+ * the transpose of Slice. Every dy element has its own destination (a slice
+ * never reads an element twice), so rows may be written in parallel. */
+
+struct slice_grad_params {
+    struct tensor target;
+    int64_t start[TENSOR_MAX_RANK], step[TENSOR_MAX_RANK];
+};
+
+static int slice_grad_parse(const struct onnx_node *node, int version, void **params,
+                            char *err, size_t err_size)
+{
+    (void)version;
+    struct slice_grad_params *p = calloc(1, sizeof *p);
+    if (!p)
+        return shape_parse_error(err, err_size, node, "out of memory");
+    if (shape_parse_target(node, &p->target, err, err_size)) {
+        free(p);
+        return -1;
+    }
+    int ns = onnx_node_attr_ints(node, "starts", p->start, TENSOR_MAX_RANK);
+    int nt = onnx_node_attr_ints(node, "steps", p->step, TENSOR_MAX_RANK);
+    int rank = p->target.rank;
+    if (ns != rank || nt != rank) {
+        free(p);
+        return shape_parse_error(err, err_size, node,
+                                 "starts and steps must have one value per axis of shape (%d)",
+                                 rank);
+    }
+    *params = p;
+    return 0;
+}
+
+static int slice_grad_infer(struct op_call *c)
+{
+    const struct slice_grad_params *p = c->params;
+    const struct tensor *dy = c->in[0];
+    if (dy->rank != p->target.rank)
+        return op_error(c, "dy has rank %d but shape has %d", dy->rank, p->target.rank);
+    for (int a = 0; a < dy->rank; a++) {
+        int64_t d = p->target.dims[a], n = dy->dims[a], s = p->start[a], st = p->step[a];
+        /* First and last destination must lie inside the axis. */
+        int64_t last = s + (n - 1) * st;
+        if (n > 0 && (st == 0 || s < 0 || s >= d || last < 0 || last >= d))
+            return op_error(c, "axis %d: %lld elements from %lld by step %lld leave 0..%lld", a,
+                            (long long)n, (long long)s, (long long)st, (long long)(d - 1));
+    }
+    struct tensor *y = c->out[0];
+    *y = p->target;
+    y->dtype = dy->dtype;
+    y->data = NULL;
+    return 0;
+}
+
+static int slice_grad_cpu(struct op_call *c)
+{
+    const struct slice_grad_params *p = c->params;
+    const struct tensor *dy = c->in[0];
+    struct tensor *y = c->out[0];
+    size_t esize = onnx_dtype_size(dy->dtype);
+    memset(y->data, 0, tensor_size_bytes(y));
+    int64_t total = tensor_numel(dy);
+    if (total == 0)
+        return 0;
+    int rank = dy->rank;
+    if (rank == 0) {
+        memcpy(y->data, dy->data, esize);
+        return 0;
+    }
+    int64_t ys[TENSOR_MAX_RANK], base = 0;
+    shape_strides(y, ys);
+    for (int a = 0; a < rank; a++)
+        base += p->start[a] * ys[a];
+    int last = rank - 1;
+    int64_t w = dy->dims[last], rows = total / w, step = p->step[last] * ys[last];
+    const char *src = dy->data;
+    char *dst = y->data;
+    int par = (double)total * (double)esize > SHAPE_PARALLEL_BYTES;
+    #pragma omp parallel for schedule(static) if(par)
+    for (int64_t row = 0; row < rows; row++) {
+        int64_t rem = row, off = base;
+        for (int a = last - 1; a >= 0; a--) {
+            int64_t q = rem / dy->dims[a];
+            off += (rem - q * dy->dims[a]) * p->step[a] * ys[a];
+            rem = q;
+        }
+        const char *sp = src + (size_t)(row * w) * esize;
+        if (step == 1) {
+            memcpy(dst + (size_t)off * esize, sp, (size_t)w * esize);
+            continue;
+        }
+        for (int64_t j = 0; j < w; j++)
+            memcpy(dst + (size_t)(off + j * step) * esize, sp + (size_t)j * esize, esize);
+    }
+    return 0;
+}
+
+const struct op_def op_slice_grad = {
+    .domain = "dtrexec", .name = "SliceGrad",
+    .since = { 1 },
+    .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+    .parse = slice_grad_parse,
+    .infer = slice_grad_infer,
+    .cost = cost_memory,
+    .kernel = { [BACKEND_CPU] = slice_grad_cpu },
 };

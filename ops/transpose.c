@@ -198,6 +198,25 @@ static int transpose_cpu(struct op_call *c)
     return 0;
 }
 
+/* dx = dy transposed by the inverse permutation. */
+static int transpose_grad(struct grad_ctx *g)
+{
+    if (!g->need_dx[0] || g->dy[0] < 0)
+        return 0;
+    int perm[TENSOR_MAX_RANK];
+    if (transpose_perm(g->fwd, perm))
+        return shape_grad_fwd_error(g);
+    int rank = g->fwd->in[0]->rank;
+    int64_t inv[TENSOR_MAX_RANK];
+    for (int i = 0; i < rank; i++)
+        inv[perm[i]] = i;
+    struct onnx_attr attr = shape_attr_ints("perm", rank, inv);
+    int dx;
+    if (g->emit(g, "Transpose", &attr, 1, 1, &g->dy[0], 1, &dx))
+        return -1;
+    return g->add_dx(g, 0, dx);
+}
+
 const struct op_def op_transpose = {
     .domain = "", .name = "Transpose",
     .since = { 1, 13, 21, 23, 24, 25 },
@@ -206,4 +225,5 @@ const struct op_def op_transpose = {
     .infer = transpose_infer,
     .cost = cost_memory,
     .kernel = { [BACKEND_CPU] = transpose_cpu },
+    .grad = transpose_grad,
 };
