@@ -159,3 +159,19 @@ case("dropout_two_nodes", graph_model(
     [helper.make_node("Dropout", ["x"], ["d1"], name="drop1"),
      helper.make_node("Dropout", ["d1"], ["y"], name="drop2")],
     {"x": rand(6, 6)}, ["y"], opset=13))
+
+# ---- float64: the double paths of the gradient kernels ---------------------------
+F64 = {"dtype": np.float64}
+case("f64_gather_repeats", single_op("Gather", [("w", rand(4, 3, **F64)), ("i", idx([1, 1, 3, 1]))]))
+case("f64_gather_elements", single_op("GatherElements", [("x", rand(2, 3, **F64)), ("i", idx([[2, 2, 0], [1, 1, 1]]))],
+                                      attrs={"axis": 1}))
+case("f64_slice_step", single_op("Slice", [("x", rand(5, 4, **F64)), ("s", i64(4)), ("e", i64(0)),
+                                           ("a", i64(0)), ("st", i64(-2))]))
+case("f64_pad_reflect", single_op("Pad", [("x", rand(3, 3, **F64)), ("p", i64(1, 2, 2, 0))], attrs={"mode": "reflect"}))
+case("f64_resize_linear", resize(rand(1, 1, 2, 3, **F64), sizes=i64(1, 1, 5, 4), mode="linear"))
+case("f64_dropout_train", single_op("Dropout", [("x", rand(4, 6, **F64)), ("r", np.array(0.25, np.float64))],
+                                    opset=13))
+# Opset 10 Resize: scales input, asymmetric mapping, Upsample's rounding.
+case("resize_v10_nearest_scales", single_op("Resize", [("x", rand(1, 1, 2, 3)),
+                                                       ("sc", np.array([1, 1, 2, 1.5], np.float32))],
+                                            opset=10, attrs={"mode": "nearest"}))
