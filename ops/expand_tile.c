@@ -156,7 +156,8 @@ static int tile_grad(struct grad_ctx *g)
     int h = g->dy[0];
     if (fits) {
         int in[2];
-        if (shape_grad_reshape(g, h, &pairs, &in[0]) || (in[1] = grad_const_i64(g, n_axes, axes)) < 0 ||
+        if (shape_grad_reshape(g, h, &pairs, &in[0]) ||
+            (in[1] = grad_const_i64(g, n_axes, axes)) < 0 ||
             g->emit(g, "ReduceSum", &keep, 1, 2, in, 1, &h))
             return -1;
     } else {
@@ -170,7 +171,8 @@ static int tile_grad(struct grad_ctx *g)
                                    .dims = { shape_prod(cur, 0, a), r,
                                              x->dims[a] * shape_prod(cur, a + 1, x->rank) } };
             int in[2];
-            if (shape_grad_reshape(g, h, &view, &in[0]) || (in[1] = grad_const_i64(g, 1, &one)) < 0 ||
+            if (shape_grad_reshape(g, h, &view, &in[0]) ||
+                (in[1] = grad_const_i64(g, 1, &one)) < 0 ||
                 g->emit(g, "ReduceSum", &keep, 1, 2, in, 1, &h))
                 return -1;
             cur[a] = x->dims[a];

@@ -126,7 +126,8 @@ static int gather_grad_emit(struct grad_ctx *g, const char *op)
     int64_t dims[TENSOR_MAX_RANK];
     for (int a = 0; a < x->rank; a++)
         dims[a] = x->dims[a];
-    struct onnx_attr attrs[2] = { shape_attr_int("axis", axis), shape_attr_ints("shape", x->rank, dims) };
+    struct onnx_attr attrs[2] = { shape_attr_int("axis", axis),
+                                  shape_attr_ints("shape", x->rank, dims) };
     int in[2] = { g->dy[0], g->in[1] }, dx;
     if (g->emit(g, op, attrs, 2, 2, in, 1, &dx))
         return -1;
