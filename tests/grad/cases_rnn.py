@@ -5,8 +5,9 @@ activations, and the loss on each of Y, Y_h, Y_c. Sizes: seq 3, batch 2,
 input 3, hidden 4. W, R, B, initial states and P are initializers, so
 gradcheck checks dX, dW, dR, dB, dinitial_h, dinitial_c and dP."""
 import numpy as np
+from onnx import helper, numpy_helper
 
-from gradutil import rand, single_op
+from gradutil import graph_model, rand, single_op
 
 SEQ, BATCH, INPUT, HIDDEN = 3, 2, 3, 4
 GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
@@ -109,4 +110,60 @@ CASES += [
              init_h=True),
     rnn_case("gru_lbr_clip", "GRU", linear_before_reset=1, clip=0.7, scale=2.0, init_h=True),
     rnn_case("gru_lbr_layout1", "GRU", linear_before_reset=1, layout=1, lens=[1, 3], init_h=True, out=1),
+]
+
+# A missing hidden_size attribute (taken from R) must survive into the gradient op.
+_no_hidden = rnn_case("gru_no_hidden_size", "GRU", direction="reverse", lens=[2, 3], init_h=True)
+for _a in _no_hidden["model"].graph.node[0].attribute:
+    if _a.name == "hidden_size":
+        _no_hidden["model"].graph.node[0].attribute.remove(_a)
+        break
+CASES.append(_no_hidden)
+
+
+def all_outputs_case(name, op, direction="forward", lens=None, peep=False, layout=0, **attrs):
+    """Y, Y_h (and Y_c) flattened and concatenated: the gradient op gets dY,
+    dY_h and dY_c in one call."""
+    single = rnn_case(name, op, direction=direction, lens=lens, peep=peep, layout=layout, init_h=True,
+                      init_c=True, **attrs)["model"]
+    node = single.graph.node[0]
+    outs = list(node.output)[:N_OUT[op]]
+    del node.output[:]
+    node.output.extend(outs)
+    inits = {i.name: numpy_helper.to_array(i) for i in single.graph.initializer}
+    inits["flat_shape"] = np.array([-1], dtype=np.int64)
+    nodes = [node]
+    for o in outs:
+        nodes.append(helper.make_node("Reshape", [o, "flat_shape"], [o + "_flat"]))
+    nodes.append(helper.make_node("Concat", [o + "_flat" for o in outs], ["all"], axis=0))
+    return {"name": name, "args": ["--max-elems", "256"], "model": graph_model(nodes, inits, ["all"])}
+
+
+def stacked_case(name, op, **attrs):
+    """Two layers: the first layer's Y (dirs squeezed by a Reshape) is the
+    second's X, so dX reaches an intermediate and the first layer's weights."""
+    g = GATES[op]
+    inits = {"X": rand(SEQ, BATCH, INPUT), "shape": np.array([SEQ, BATCH, HIDDEN], dtype=np.int64)}
+    for k, fan_in in ((1, INPUT), (2, HIDDEN)):
+        inits[f"W{k}"] = rand(1, g * HIDDEN, fan_in)
+        inits[f"R{k}"] = rand(1, g * HIDDEN, HIDDEN)
+        inits[f"B{k}"] = rand(1, 2 * g * HIDDEN) * 0.5
+    nodes = [
+        helper.make_node(op, ["X", "W1", "R1", "B1"], ["Y1"], hidden_size=HIDDEN, **attrs),
+        helper.make_node("Reshape", ["Y1", "shape"], ["X2"]),
+        helper.make_node(op, ["X2", "W2", "R2", "B2"], ["Y2"], hidden_size=HIDDEN, **attrs),
+    ]
+    return {"name": name, "args": ["--max-elems", "256"], "model": graph_model(nodes, inits, ["Y2"])}
+
+
+CASES += [
+    all_outputs_case("lstm_all_outputs", "LSTM", peep=True),
+    all_outputs_case("lstm_all_outputs_bidir_lens", "LSTM", direction="bidirectional", lens=[3, 1], peep=True),
+    all_outputs_case("lstm_all_outputs_layout1", "LSTM", layout=1, direction="reverse", lens=[2, 0]),
+    all_outputs_case("gru_all_outputs", "GRU", direction="bidirectional", lens=[2, 3]),
+    all_outputs_case("gru_all_outputs_lbr", "GRU", direction="reverse", linear_before_reset=1, lens=[1, 3]),
+    all_outputs_case("rnn_all_outputs", "RNN", direction="bidirectional", layout=1, lens=[3, 2]),
+    stacked_case("lstm_stacked", "LSTM"),
+    stacked_case("gru_stacked", "GRU", linear_before_reset=1),
+    stacked_case("rnn_stacked", "RNN", direction="reverse"),
 ]
