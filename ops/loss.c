@@ -5,7 +5,8 @@
  * Inputs [N, C, d1..dk] are handled as [N, C, D] with the class axis strided
  * by D. SoftmaxCrossEntropyLoss is LogSoftmax over C followed by the NLL loss,
  * exactly as ONNX's function body defines it; both share the helpers declared
- * in rnn-impl.h so that the gradients of a later issue can reuse them.
+ * in rnn-impl.h. Their gradient kernels (SoftmaxCrossEntropyLossGrad,
+ * NegativeLogLikelihoodLossGrad, domain dtrexec) sit at the end of the file.
  * Per-position losses are computed in double and reduced in index order, so
  * results do not depend on the thread count. Float32 and float64 inputs.
  */

@@ -3,9 +3,9 @@
  *
  * Kept apart from ops.h because only this family uses it: the forward kernels
  * here are called by the operators in ops/rnn.c and ops/loss.c, and the
- * gradient kernels that will sit beside them call the same code to replay a
- * forward pass while saving what the backward pass needs (gate activations,
- * cell states, hidden states). Nothing here allocates: callers hand in their
+ * gradient kernels beside them call the same code to replay a forward pass
+ * while saving what the backward pass needs (gate activations, cell states,
+ * hidden states). Nothing here allocates: callers hand in their
  * workspace, because kernel temporaries must come from the budgeted scratch
  * allocator of struct op_env.
  */

@@ -5,8 +5,9 @@
  * projection X·W^T of every time step is a single GEMM, then each step does
  * one recurrent GEMM H_{t-1}·R^T over the batch and the gate arithmetic row by
  * row. The routine can save gate values, cell and hidden states into
- * caller-provided buffers (struct rnn_saved) so that the backward kernels of a
- * later issue replay exactly this code instead of a second implementation.
+ * caller-provided buffers (struct rnn_saved): the gradient kernels LSTMGrad,
+ * GRUGrad and RNNGrad (domain dtrexec, at the end of this file) replay
+ * exactly this code, then run backpropagation through time.
  *
  * Float32 only: OpenBLAS sgemm does the heavy lifting, and every recurrent
  * model in scope is float32; other types are refused with a message.
