@@ -137,9 +137,17 @@ enum dtrx_status rt_emit(struct dtrx_session *s, const char *op, const struct on
     /* Attributes belong to the emitter; parse() has copied what it needs. */
     n->attrs = NULL;
     n->n_attrs = 0;
+    c->seed = rt_call_seed(s, (uint64_t)s->n_calls + (uint64_t)s->train.n_emitted);
     enum dtrx_status st = rt_call_exec(s, c);
     if (st)
         return st;
+    /* The loss is differentiated like the model: its outputs need gradients
+     * when any input does. */
+    int requires_grad = 0;
+    for (int i = 0; i < n_in; i++)
+        requires_grad |= in[i] >= 0 && s->values[in[i]]->requires_grad;
+    for (int i = 0; i < n_out; i++)
+        s->values[c->out[i]]->requires_grad = requires_grad;
     memcpy(out, c->out, sizeof(int) * (size_t)n_out);
     return DTRX_OK;
 }

@@ -57,6 +57,7 @@ enum dtrx_status rt_call_exec(struct dtrx_session *s, struct rt_call *c)
     }
 
     s->op_err[0] = 0;
+    s->env.seed = c->seed;
     struct op_call call = {
         .def = c->def, .version = c->version, .params = c->params, .node_name = c->name,
         .n_in = c->n_in, .in = in, .n_out = c->n_out, .out = out, .env = &s->env,

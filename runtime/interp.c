@@ -118,6 +118,14 @@ static void hold_saved(struct dtrx_session *s, struct rt_call *c)
             s->values[c->out[i]]->remaining++;
 }
 
+uint64_t rt_call_seed(const struct dtrx_session *s, uint64_t index)
+{
+    uint64_t z = s->opts.seed * 0x9e3779b97f4a7c15ull + (uint64_t)s->train.step * 0xbf58476d1ce4e5b9ull + index;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
 enum dtrx_status rt_forward(struct dtrx_session *s, int training)
 {
     for (int i = 0; i < s->n_inputs; i++)
@@ -132,6 +140,7 @@ enum dtrx_status rt_forward(struct dtrx_session *s, int training)
     enum dtrx_status st = DTRX_OK;
     for (int k = 0; k < s->n_calls && !st; k++) {
         struct rt_call *c = &s->calls[k];
+        c->seed = rt_call_seed(s, (uint64_t)k);
         st = rt_call_exec(s, c);
         if (st)
             break;

@@ -54,6 +54,7 @@ struct rt_call {
     int n_out;
     int *out;                      /* value index, -1 for an omitted output */
     double cost_flops;             /* of its last execution */
+    uint64_t seed;                 /* random ops' seed for this execution; replayed on recomputation */
     const struct onnx_node *node;  /* the model node, NULL for emitted calls */
     struct onnx_node *emitted;     /* the synthetic node of an emitted call (owned) */
 };
@@ -134,6 +135,9 @@ int rt_constant(struct dtrx_session *s, const struct tensor *t, const char *tag)
 void rt_train_free(struct dtrx_session *s);
 
 double rt_now_seconds(void);
+/* The seed of call `index` in the current step: a different stream per call
+ * and per step, the same on recomputation. */
+uint64_t rt_call_seed(const struct dtrx_session *s, uint64_t index);
 
 /* Value memory (interp.c). */
 enum dtrx_status rt_value_alloc(struct dtrx_session *s, struct rt_value *v);

@@ -406,6 +406,7 @@ static enum dtrx_status backward_call(struct dtrx_session *s, struct rt_call *c)
         b.g.err = b.err;
         b.g.err_size = sizeof b.err;
         int first_new = s->n_values;
+        s->env.seed = c->seed;   /* emitters of random ops read the forward call's seed */
         if (c->def->grad(&b.g)) {
             st = b.status ? b.status : rt_fail(DTRX_ERR_INPUT, "%s", b.err[0] ? b.err : "gradient failed");
             goto done;
