@@ -122,7 +122,8 @@ enum dtrx_status rt_emit(struct dtrx_session *s, const char *op, const struct on
     c->name = n->name;
     c->n_in = n_in;
     c->n_out = n_out;
-    memcpy(c->in, in, sizeof(int) * (size_t)n_in);
+    if (n_in)
+        memcpy(c->in, in, sizeof(int) * (size_t)n_in);
     for (int i = 0; i < n_out; i++) {
         c->out[i] = named_value(s, n->name, i);
         if (c->out[i] < 0)
@@ -148,7 +149,8 @@ enum dtrx_status rt_emit(struct dtrx_session *s, const char *op, const struct on
         requires_grad |= in[i] >= 0 && s->values[in[i]]->requires_grad;
     for (int i = 0; i < n_out; i++)
         s->values[c->out[i]]->requires_grad = requires_grad;
-    memcpy(out, c->out, sizeof(int) * (size_t)n_out);
+    if (n_out)
+        memcpy(out, c->out, sizeof(int) * (size_t)n_out);
     return DTRX_OK;
 }
 
