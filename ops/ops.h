@@ -75,6 +75,10 @@ struct op_env {
     int threads;
     uint64_t seed;                 /* this call's seed; replayed on recomputation */
     int training;                  /* 1 when running a training step */
+    /* 1 while DTR replays a call to rematerialize an evicted output: side
+     * effects of the first execution (BatchNormalization's running
+     * statistics) must not happen twice. */
+    int recomputing;
     char *err;                     /* where op_error() writes */
     size_t err_size;
 };
