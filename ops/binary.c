@@ -150,7 +150,53 @@ static int pow_cpu(struct op_call *c)
 
 static struct op_cost pow_cost(const struct op_call *c) { return ew_cost_scaled(c, 10); }
 
-#define ARITH_DEF(sym, opname, table, lo_in, hi_in, ...)                               \
+/* ---- gradients ------------------------------------------------------------
+ * Every input gradient is first formed in the broadcast output shape and
+ * then summed back to the input's shape by grad_add_dx_broadcast. */
+
+/* Add and Sum: dy goes to every input unchanged. */
+static int sum_grad(struct grad_ctx *g)
+{
+    if (g->dy[0] < 0)
+        return 0;
+    for (int i = 0; i < g->fwd->n_in; i++)
+        if (g->in[i] >= 0 && grad_add_dx_broadcast(g, i, g->dy[0]))
+            return -1;
+    return 0;
+}
+
+/* Sub: dA = dy, dB = -dy (negated after the reduction, on fewer elements). */
+static int sub_grad(struct grad_ctx *g)
+{
+    if (g->dy[0] < 0)
+        return 0;
+    if (grad_add_dx_broadcast(g, 0, g->dy[0]))
+        return -1;
+    if (!g->need_dx[1])
+        return 0;
+    int reduced, neg;
+    if (grad_reduce_to(g, g->dy[0], g->shape(g, g->in[1]), &reduced) ||
+        g->emit(g, "Neg", NULL, 0, 1, &reduced, 1, &neg))
+        return -1;
+    return g->add_dx(g, 1, neg);
+}
+
+/* Mul: dA = dy * B, dB = dy * A. */
+static int mul_grad(struct grad_ctx *g)
+{
+    if (g->dy[0] < 0)
+        return 0;
+    for (int i = 0; i < 2; i++) {
+        if (!g->need_dx[i])
+            continue;
+        int prod, in[2] = { g->dy[0], g->in[1 - i] };
+        if (g->emit(g, "Mul", NULL, 0, 2, in, 1, &prod) || grad_add_dx_broadcast(g, i, prod))
+            return -1;
+    }
+    return 0;
+}
+
+#define ARITH_DEF(sym, opname, table, lo_in, hi_in, grad_fn, saves_in, ...)            \
     static int sym##_infer(struct op_call *c) { return arith_infer(c, table); }         \
     static int sym##_cpu(struct op_call *c) { return arith_cpu(c, table); }             \
     const struct op_def sym = {                                                        \
@@ -158,15 +204,16 @@ static struct op_cost pow_cost(const struct op_call *c) { return ew_cost_scaled(
         .min_in = lo_in, .max_in = hi_in, .min_out = 1, .max_out = 1,                  \
         .infer = sym##_infer, .cost = cost_elementwise,                                \
         .kernel = { [BACKEND_CPU] = sym##_cpu },                                       \
+        .grad = grad_fn, .grad_saves_in = saves_in,                                    \
     };
 
-ARITH_DEF(op_add, "Add", add_fns, 2, 2, 7, 13, 14)
-ARITH_DEF(op_sub, "Sub", sub_fns, 2, 2, 7, 13, 14)
-ARITH_DEF(op_mul, "Mul", mul_fns, 2, 2, 7, 13, 14)
-ARITH_DEF(op_div, "Div", div_fns, 2, 2, 7, 13, 14)
-ARITH_DEF(op_max, "Max", max_fns, 1, OP_VARIADIC, 6, 8, 12, 13)
-ARITH_DEF(op_min, "Min", min_fns, 1, OP_VARIADIC, 6, 8, 12, 13)
-ARITH_DEF(op_sum, "Sum", add_fns, 1, OP_VARIADIC, 6, 8, 13)
+ARITH_DEF(op_add, "Add", add_fns, 2, 2, sum_grad, 0, 7, 13, 14)
+ARITH_DEF(op_sub, "Sub", sub_fns, 2, 2, sub_grad, 0, 7, 13, 14)
+ARITH_DEF(op_mul, "Mul", mul_fns, 2, 2, mul_grad, 3u, 7, 13, 14)
+ARITH_DEF(op_div, "Div", div_fns, 2, 2, NULL, 0, 7, 13, 14)
+ARITH_DEF(op_max, "Max", max_fns, 1, OP_VARIADIC, NULL, 0, 6, 8, 12, 13)
+ARITH_DEF(op_min, "Min", min_fns, 1, OP_VARIADIC, NULL, 0, 6, 8, 12, 13)
+ARITH_DEF(op_sum, "Sum", add_fns, 1, OP_VARIADIC, sum_grad, 0, 6, 8, 13)
 
 const struct op_def op_pow = {
     .domain = "", .name = "Pow", .since = { 7, 12, 13, 15 },

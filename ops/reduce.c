@@ -312,6 +312,72 @@ static struct op_cost reduce_cost(const struct op_call *c)
     return cost;
 }
 
+/* ---- gradients ------------------------------------------------------------ */
+
+/* Reshapes h to `rank` dims (skipped when it already has them) through a
+ * constant shape; allowzero so that a 0 extent stays 0. */
+static int reduce_grad_reshape(struct grad_ctx *g, int h, int rank, const int64_t *dims, int *out)
+{
+    const struct tensor *t = g->shape(g, h);
+    if (t && t->rank == rank && !memcmp(t->dims, dims, sizeof(int64_t) * (size_t)rank)) {
+        *out = h;
+        return 0;
+    }
+    int shape_h = grad_const_i64(g, rank, dims);
+    if (shape_h < 0)
+        return -1;
+    struct onnx_attr az = { .name = "allowzero", .type = ONNX_ATTR_INT, .i = 1 };
+    int in[2] = { h, shape_h };
+    return g->emit(g, "Reshape", &az, 1, 2, in, 1, out);
+}
+
+/* ReduceSum and ReduceMean: dy (scaled by 1/count for the mean, while it is
+ * still small) is reshaped to the keepdims shape and expanded over the
+ * reduced axes. */
+static int reduce_sum_grad(struct grad_ctx *g)
+{
+    const struct op_call *c = g->fwd;
+    const struct reduce_params *p = c->params;
+    const struct tensor *x = c->in[0];
+    int mask[TENSOR_MAX_RANK], noop;
+    if (g->dy[0] < 0 || !g->need_dx[0])
+        return 0;
+    if (x->dtype != ONNX_DTYPE_FLOAT && x->dtype != ONNX_DTYPE_DOUBLE)
+        return grad_error(g, "only float and double inputs are differentiable, not %s",
+                          onnx_dtype_name(x->dtype));
+    if (reduce_mask(c, mask, &noop))
+        return grad_error(g, "%s", c->env && c->env->err ? c->env->err : "bad axes");
+    int h = g->dy[0];
+    int64_t count = 1, kept[TENSOR_MAX_RANK];
+    for (int i = 0; i < x->rank; i++) {
+        int red = mask[i] && !noop;
+        count *= red ? x->dims[i] : 1;
+        kept[i] = red ? 1 : x->dims[i];
+    }
+    if (p->mean && count > 1) {
+        float f = (float)(1.0 / (double)count);
+        double d = 1.0 / (double)count;
+        struct tensor s = { .dtype = x->dtype, .rank = 0,
+                            .data = x->dtype == ONNX_DTYPE_FLOAT ? (void *)&f : (void *)&d };
+        int sh = g->constant(g, &s), scaled, in[2] = { h, sh };
+        if (sh < 0 || g->emit(g, "Mul", NULL, 0, 2, in, 1, &scaled))
+            return -1;
+        h = scaled;
+    }
+    int r;
+    if (reduce_grad_reshape(g, h, x->rank, kept, &r))
+        return -1;
+    if (!memcmp(kept, x->dims, sizeof(int64_t) * (size_t)x->rank))
+        return g->add_dx(g, 0, r);
+    int shape_h = grad_const_i64(g, x->rank, x->dims), e;
+    if (shape_h < 0)
+        return -1;
+    int in[2] = { r, shape_h };
+    if (g->emit(g, "Expand", NULL, 0, 2, in, 1, &e))
+        return -1;
+    return g->add_dx(g, 0, e);
+}
+
 /* ---- parsing and definitions ---------------------------------------------- */
 
 static int reduce_parse(const struct onnx_node *node, int version, void **params, char *err,
@@ -339,7 +405,8 @@ static int reduce_parse(const struct onnx_node *node, int version, void **params
     return 0;
 }
 
-#define REDUCE_DEF(sym, opname, kind, mean, axes_input_since, ...)                     \
+#define REDUCE_DEF(sym, opname, kind, mean, axes_input_since, grad_fn, saves_in, saves_out,    \
+                   ...)                                                                \
     static int sym##_parse(const struct onnx_node *node, int version, void **params,   \
                            char *err, size_t err_size)                                 \
     {                                                                                  \
@@ -352,9 +419,13 @@ static int reduce_parse(const struct onnx_node *node, int version, void **params
         .parse = sym##_parse, .infer = reduce_infer, .cost = reduce_cost,              \
         .kernel = { [BACKEND_CPU] = reduce_cpu },                                      \
         .host_inputs = 1u << 1,                                                        \
+        .grad = grad_fn, .grad_saves_in = saves_in, .grad_saves_out = saves_out,        \
     };
 
-REDUCE_DEF(op_reduce_sum, "ReduceSum", REDUCE_SUM, 0, 13, 1, 11, 13)
-REDUCE_DEF(op_reduce_mean, "ReduceMean", REDUCE_SUM, 1, 18, 1, 11, 13, 18)
-REDUCE_DEF(op_reduce_max, "ReduceMax", REDUCE_MAX, 0, 18, 1, 11, 12, 13, 18, 20)
-REDUCE_DEF(op_reduce_min, "ReduceMin", REDUCE_MIN, 0, 18, 1, 11, 12, 13, 18, 20)
+/* The axes input (1) is saved by every gradient: it is tiny, and without it
+ * keepdims=0 shapes are ambiguous. */
+REDUCE_DEF(op_reduce_sum, "ReduceSum", REDUCE_SUM, 0, 13, reduce_sum_grad, 2u, 0u, 1, 11, 13)
+REDUCE_DEF(op_reduce_mean, "ReduceMean", REDUCE_SUM, 1, 18, reduce_sum_grad, 2u, 0u,
+           1, 11, 13, 18)
+REDUCE_DEF(op_reduce_max, "ReduceMax", REDUCE_MAX, 0, 18, NULL, 0u, 0u, 1, 11, 12, 13, 18, 20)
+REDUCE_DEF(op_reduce_min, "ReduceMin", REDUCE_MIN, 0, 18, NULL, 0u, 0u, 1, 11, 12, 13, 18, 20)
