@@ -76,8 +76,9 @@ int nn_window_attrs_parse(const struct onnx_node *node, struct nn_window_attrs *
                           char *err, size_t err_size);
 
 /* Fills g->in/k/stride/dil/pad/out from the input's spatial dims (x dims
- * 2..rank-1) and the kernel's spatial size. `is_pool` selects pooling's
- * output rule (ceil_mode, and SAME ignoring dilation as onnx does for pools).
+ * 2..rank-1) and the kernel's spatial size (SAME padding uses the dilated
+ * kernel). `is_pool` selects pooling's output rule: ceil_mode, dropping a
+ * last window that would start in the end padding.
  * Returns -1 with a message in c's error buffer on inconsistent attributes. */
 int nn_geom_resolve(const struct op_call *c, const struct nn_window_attrs *a,
                     const struct tensor *x, const int64_t *kernel_spatial,
@@ -148,7 +149,8 @@ void nn_batchnorm_training(int64_t n, int64_t ch, int64_t spatial, const float *
                            const float *scale, const float *bias, float eps, float *y,
                            float *batch_mean, float *batch_var);
 
-/* Layer normalization over rows of length `cols`: y = (x - mean) * inv_std * scale + bias.
+/* Layer normalization over rows of length `cols` (our portable loop; the
+ * operator itself prefers oneDNN, see layer_norm.c): y = (x - mean) * inv_std * scale + bias.
  * scale/bias have `cols` entries (bias may be NULL); mean/inv_std may be NULL. */
 void nn_layernorm_forward(int64_t rows, int64_t cols, const float *x, const float *scale,
                           const float *bias, float eps, float *y, float *mean,
