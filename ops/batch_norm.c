@@ -172,6 +172,11 @@ static int bn_cpu(struct op_call *c)
         float *o = c->out[i] ? c->out[i]->data : NULL;
         if (!o)
             continue;
+        /* Running statistics updated in place (output sharing the input's
+         * memory) already hold the result when DTR replays this call:
+         * updating again would apply the momentum twice. */
+        if (c->env && c->env->recomputing && ((i == 1 && o == mean) || (i == 2 && o == var)))
+            continue;
         for (int64_t k = 0; k < ch; k++) {
             switch (i) {
             case 1: o[k] = mean[k] * mom + bmean[k] * (1.0f - mom); break;
