@@ -199,8 +199,9 @@ int dtr_region_changed(struct dtr *d, uint32_t s)
 }
 
 /* Walks out from x through evicted storages (children when forward) and
- * marks stale the caches of the resident storages at the edge. */
-static int invalidate_from(struct dtr *d, uint32_t x, int forward)
+ * marks stale the caches of the resident storages at the edge. Returns 1
+ * when the walk took more than *steps (then nothing is known to be fresh). */
+static int invalidate_from(struct dtr *d, uint32_t x, int forward, uint64_t *steps)
 {
     uint32_t mark = dtr_stamp_next(d);
     d->storages[x].stamp = mark;
@@ -209,6 +210,9 @@ static int invalidate_from(struct dtr *d, uint32_t x, int forward)
         return -1;
     while (d->n_work) {
         uint32_t s = d->work[--d->n_work];
+        if (*steps < d->storages[s].n_adj[forward ? 1 : 0])
+            return 1;
+        *steps -= d->storages[s].n_adj[forward ? 1 : 0];
         FOR_NEIGHBOURS(d, s, forward, us, {
             d->st.metadata_accesses++;
             struct storage_rec *n = &d->storages[us];
@@ -240,12 +244,25 @@ int dtr_region_sync(struct dtr *d)
         d->n_changed = 0;
         return 0;
     }
+    /* A walk through a huge evicted component (a long chain evicted
+     * behind a rematerialization) may cost more than recomputing the few
+     * caches that will be asked for: past this many steps, drop them all. */
+    uint64_t steps = 4096 + 4 * (uint64_t)d->pool_count;
     for (uint32_t i = 0; i < d->n_changed; i++) {
         uint32_t x = d->changed[i];
         d->storages[x].changed = 0;
         d->storages[x].fwd_valid = d->storages[x].bwd_valid = 0;
-        if (invalidate_from(d, x, 0) || invalidate_from(d, x, 1))
+        int rc = invalidate_from(d, x, 0, &steps);
+        if (rc == 0)
+            rc = invalidate_from(d, x, 1, &steps);
+        if (rc < 0)
             return -1;
+        if (rc > 0) {
+            for (uint32_t j = i + 1; j < d->n_changed; j++)
+                d->storages[d->changed[j]].changed = 0;
+            d->region_epoch++;
+            break;
+        }
     }
     d->n_changed = 0;
     return 0;
