@@ -95,6 +95,17 @@
     X(op_pad_grad) \
     X(op_resize_grad) \
     X(op_dropout_grad) \
+    /* gradients: math */ \
+    X(op_relu_grad) \
+    X(op_leaky_relu_grad) \
+    X(op_sigmoid_grad) \
+    X(op_tanh_grad) \
+    X(op_sqrt_grad) \
+    X(op_reciprocal_grad) \
+    X(op_abs_grad) \
+    X(op_erf_grad) \
+    X(op_gelu_grad) \
+    X(op_clip_grad) \
     /* training: optimizer steps (domain dtrexec) */ \
     X(op_sgd_update) \
     X(op_momentum_update) \

@@ -72,3 +72,60 @@ case("mse_graph", graph_model(
      helper.make_node("Mul", ["d", "d"], ["s"]),
      helper.make_node("ReduceMean", ["s"], ["l"], keepdims=0)],
     {"y": rand(3, 4), "t": rand(3, 4)}, ["l"]))
+
+
+# ---- unary ---------------------------------------------------------------------
+def away_from(x, kinks, gap=0.05):
+    """Moves elements within gap of any kink to kink + gap (sign kept)."""
+    x = x.copy()
+    for k in kinks:
+        near = np.abs(x - k) < gap
+        x[near] = k + np.where(x[near] >= k, gap, -gap).astype(x.dtype)
+    return x
+
+
+UNARY = [
+    # op, input maker, attrs, opset
+    ("Sqrt", lambda *s, dtype=np.float32: rand(*s, low=0.3, high=2.0, dtype=dtype), {}, 13),
+    ("Exp", rand, {}, 13),
+    ("Log", lambda *s, dtype=np.float32: rand(*s, low=0.3, high=2.0, dtype=dtype), {}, 13),
+    ("Neg", rand, {}, 13),
+    ("Abs", lambda *s, dtype=np.float32: away_from(rand(*s, dtype=dtype), [0]), {}, 13),
+    ("Reciprocal", lambda *s, dtype=np.float32: away_from(rand(*s, low=-2, high=2, dtype=dtype), [0], 0.4),
+     {}, 13),
+    ("Relu", lambda *s, dtype=np.float32: away_from(rand(*s, dtype=dtype), [0]), {}, 14),
+    ("Sigmoid", lambda *s, dtype=np.float32: rand(*s, low=-3, high=3, dtype=dtype), {}, 13),
+    ("Tanh", lambda *s, dtype=np.float32: rand(*s, low=-2, high=2, dtype=dtype), {}, 13),
+    ("Erf", lambda *s, dtype=np.float32: rand(*s, low=-2, high=2, dtype=dtype), {}, 13),
+]
+for op, mk, attrs, opset in UNARY:
+    t = op.lower()
+    case(f"{t}_2d", single_op(op, [("x", mk(3, 4))], attrs=attrs, opset=opset))
+    case(f"{t}_3d", single_op(op, [("x", mk(2, 3, 2))], attrs=attrs, opset=opset))
+    case(f"{t}_rank0", single_op(op, [("x", mk())], attrs=attrs, opset=opset))
+    case(f"{t}_f64", single_op(op, [("x", mk(2, 5, dtype=F64))], attrs=attrs, opset=opset))
+case("relu_v7", single_op("Relu", [("x", away_from(rand(4, 3), [0]))], opset=7))
+
+for alpha in (0.01, 0.3, -0.5):
+    case(f"leakyrelu_alpha{alpha}", single_op("LeakyRelu", [("x", away_from(rand(3, 4), [0]))],
+                                             attrs={"alpha": alpha}, opset=16))
+case("leakyrelu_default_f64", single_op("LeakyRelu", [("x", away_from(rand(2, 3, dtype=F64), [0]))]))
+
+for approx in ("none", "tanh"):
+    case(f"gelu_{approx}", single_op("Gelu", [("x", rand(3, 4, low=-3, high=3))],
+                                     attrs={"approximate": approx}, opset=20))
+    case(f"gelu_{approx}_f64_rank0", single_op("Gelu", [("x", np.array(-0.7, F64))],
+                                               attrs={"approximate": approx}, opset=20))
+    case(f"gelu_{approx}_f64", single_op("Gelu", [("x", rand(2, 6, low=-4, high=4, dtype=F64))],
+                                         attrs={"approximate": approx}, opset=20))
+
+# Clip: bounds as inputs (opset 11+, either one omitted) and as attributes (6)
+CX = away_from(rand(3, 5, low=-2, high=2), [-0.5, 0.8])
+case("clip_both", single_op("Clip", [("x", CX), ("lo", np.array(-0.5, np.float32)), ("hi", np.array(0.8, np.float32))],
+                            opset=13))
+case("clip_min_only", single_op("Clip", [("x", CX), ("lo", np.array(-0.5, np.float32))], opset=13))
+case("clip_max_only", single_op("Clip", [("x", CX), ("lo", None), ("hi", np.array(0.8, np.float32))], opset=13))
+case("clip_none", single_op("Clip", [("x", CX)], opset=13))
+case("clip_attrs_v7", single_op("Clip", [("x", CX)], opset=7, attrs={"min": -0.5, "max": 0.8}))
+case("clip_f64", single_op("Clip", [("x", CX.astype(F64)), ("lo", np.array(-0.5, F64)), ("hi", np.array(0.8, F64))],
+                           opset=12))
