@@ -38,6 +38,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import statistics
 import sys
 import time
@@ -71,8 +72,15 @@ def model_file(work_dir, name, batch, tiny, seed, overrides):
     cfg = make.config(name, tiny, **overrides)
     h = _generator_digest()
     h.update(repr((name, batch, tiny, seed, sorted(cfg.items()))).encode())
-    path = os.path.join(work_dir, f"{name}_b{batch}{'_tiny' if tiny else ''}_{h.hexdigest()[:10]}.onnx")
+    stem = f"{name}_b{batch}{'_tiny' if tiny else ''}"
+    path = os.path.join(work_dir, f"{stem}_{h.hexdigest()[:10]}.onnx")
     if not os.path.exists(path):
+        # Older generations of the same case would only fill the disk (the
+        # full transformer is 440 MB).
+        stale = re.compile(re.escape(stem) + r"_[0-9a-f]{10}\.onnx$")
+        for f in os.listdir(work_dir):
+            if stale.match(f):
+                os.remove(os.path.join(work_dir, f))
         t0 = time.perf_counter()
         model = make.make(name, batch=batch, tiny=tiny, seed=seed, **overrides)
         tmp = path + ".part"
