@@ -110,6 +110,38 @@ def run_dtrexec(dtrexec, model_path, feeds, threads=1, repeat=1, warmup=0, work_
             tmp.cleanup()
 
 
+def run_dtrexec_train(dtrexec, model_path, feeds, steps, labels=None, threads=1, work_dir=None,
+                      extra_args=(), timeout=None, env=None):
+    """Runs `dtrexec MODEL --train --steps N` with the feeds (and labels as
+    --labels FILE.npy when given). Returns the stats dict (its `loss` list
+    holds one value per step). Raises DtrexecError on a non-zero exit."""
+    own_dir = work_dir is None
+    tmp = tempfile.TemporaryDirectory(prefix="dtrx-train-") if own_dir else None
+    wd = tmp.name if own_dir else work_dir
+    try:
+        os.makedirs(wd, exist_ok=True)
+        stats_path = os.path.join(wd, "train-stats.json")
+        cmd = [dtrexec, model_path]
+        for name, arr in feeds.items():
+            path = os.path.join(wd, f"in_{len(cmd)}.npy")
+            np.save(path, arr)
+            cmd += ["--input", f"{name}={path}"]
+        if labels is not None:
+            path = os.path.join(wd, "labels.npy")
+            np.save(path, labels)
+            cmd += ["--labels", path]
+        cmd += ["--train", "--steps", str(steps), "--threads", str(threads), "--stats", stats_path, "--quiet"]
+        cmd += list(extra_args)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        if p.returncode != 0:
+            raise DtrexecError(cmd, p.returncode, p.stderr)
+        with open(stats_path) as f:
+            return json.load(f)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+
+
 def compare(expected, actual, rtol=DEFAULT_RTOL, atol=DEFAULT_ATOL):
     """numpy.allclose semantics (|a-e| <= atol + rtol*|e|) over every output.
     Returns (ok, max_abs_diff, max_rel_diff, message); the relative

@@ -9,6 +9,11 @@ inputs and compared to onnxruntime's outputs (rtol 1e-3, atol 1e-4).
     python3 tests/models_check.py [--dtrexec build/dtrexec] [--models a,b]
                                   [--batch N] [--full] [--threads N]
 
+With --train (and --dtrexec) each model is also trained by dtrexec for
+--steps steps of Adam on its one fixed batch (class labels for classifiers,
+dtrexec's seeded MSE target otherwise): every step's loss must be finite and
+the last below the first.
+
 A model entry may carry parameter overrides, MODEL:KEY=VALUE[:KEY=VALUE],
 e.g. unet:upsample=nearest or transformer:gelu=op; the default list covers
 every model plus those variants.
@@ -92,7 +97,36 @@ def check_one(entry, args, tmp):
         msg += f", dtrexec {d_ms}, max abs diff {max_abs:.3g}, max rel diff {max_rel:.3g}"
         if not ok:
             return False, msg + f"; MISMATCH: {why}"
+    if args.dtrexec and args.train:
+        ok, tmsg = check_train(args, path, feeds, ort_out[0], os.path.join(tmp, name + ".train"))
+        msg += "; " + tmsg
+        if not ok:
+            return False, msg
     return True, msg
+
+
+def check_train(args, path, feeds, logits, work_dir):
+    """Trains on one fixed batch; the loss must be finite and fall."""
+    labels = None
+    if logits.ndim == 2:  # classifier: cross-entropy against fixed labels
+        labels = np.random.default_rng(2).integers(0, logits.shape[1], logits.shape[0]).astype(np.int64)
+    try:
+        stats = runners.run_dtrexec_train(args.dtrexec, path, feeds, args.steps, labels=labels,
+                                          threads=args.threads, work_dir=work_dir, timeout=args.timeout,
+                                          extra_args=["--optimizer", "adam", "--lr", str(args.lr)])
+    except runners.DtrexecError as e:
+        return False, f"train: {e}"
+    except Exception as e:
+        return False, f"train run failed: {type(e).__name__}: {e}"
+    loss = stats.get("loss") or []
+    if len(loss) != args.steps:
+        return False, f"train: stats hold {len(loss)} losses for {args.steps} steps"
+    if not all(np.isfinite(loss)):
+        return False, f"train: non-finite loss {loss}"
+    desc = f"train loss {loss[0]:.4g} -> {loss[-1]:.4g} in {args.steps} steps"
+    if not loss[-1] < loss[0]:
+        return False, f"{desc}: did not decrease"
+    return True, desc
 
 
 def main():
@@ -105,6 +139,9 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--rtol", type=float, default=runners.DEFAULT_RTOL)
     ap.add_argument("--atol", type=float, default=runners.DEFAULT_ATOL)
+    ap.add_argument("--train", action="store_true", help="also train each model with dtrexec (needs --dtrexec)")
+    ap.add_argument("--steps", type=int, default=10, help="training steps with --train")
+    ap.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate with --train")
     ap.add_argument("--timeout", type=float, default=300, help="seconds per dtrexec run")
     args = ap.parse_args()
     if args.dtrexec and not os.access(args.dtrexec, os.X_OK):
