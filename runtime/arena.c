@@ -20,10 +20,15 @@ struct arena_block {
 
 #define ARENA_BUCKETS 4096
 
-/* Used blocks (and unlimited allocations) by address. */
+/* Used blocks (and unlimited allocations) by address; in unlimited mode,
+ * freed backend allocations by size, kept for reuse: a training step
+ * allocates the same sizes every time, and fresh pages cost page faults. */
 struct arena_hash {
     struct arena_block *bucket[ARENA_BUCKETS];
+    struct arena_block *cached[ARENA_BUCKETS];
 };
+
+static size_t size_bucket(size_t size) { return (size / ARENA_ALIGN * 2654435761u) % ARENA_BUCKETS; }
 
 static size_t bucket_of(const void *p) { return ((uintptr_t)p / ARENA_ALIGN * 2654435761u) % ARENA_BUCKETS; }
 
@@ -67,11 +72,12 @@ void arena_release(struct arena *a)
     struct arena_hash *h = hash_of(a);
     if (!a->budget_bytes && h)
         for (size_t i = 0; i < ARENA_BUCKETS; i++)
-            for (struct arena_block *b = h->bucket[i], *n; b; b = n) {
-                n = b->hash_next;
-                a->backend->free(a->backend->ctx, b->ptr);
-                free(b);
-            }
+            for (int list = 0; list < 2; list++)
+                for (struct arena_block *b = list ? h->cached[i] : h->bucket[i], *n; b; b = n) {
+                    n = b->hash_next;
+                    a->backend->free(a->backend->ctx, b->ptr);
+                    free(b);
+                }
     for (struct arena_block *b = a->blocks, *n; b; b = n) {
         n = b->next;
         free(b);
@@ -120,8 +126,13 @@ void *arena_alloc(struct arena *a, size_t bytes, void *owner)
 {
     size_t need = arena_rounded(bytes);
     if (!a->budget_bytes) {
-        struct arena_block *b = block_new();
-        if (!b || !(b->ptr = a->backend->alloc(a->backend->ctx, need))) {
+        struct arena_block **pp = &a->hash->cached[size_bucket(need)];
+        while (*pp && (*pp)->size != need)
+            pp = &(*pp)->hash_next;
+        struct arena_block *b = *pp;
+        if (b)
+            *pp = b->hash_next;
+        else if (!(b = block_new()) || !(b->ptr = a->backend->alloc(a->backend->ctx, need))) {
             free(b);
             return NULL;
         }
@@ -185,8 +196,10 @@ void arena_free(struct arena *a, void *ptr)
         return;
     a->in_use_bytes -= b->size;
     if (!a->budget_bytes) {
-        a->backend->free(a->backend->ctx, b->ptr);
-        free(b);
+        struct arena_block **slot = &a->hash->cached[size_bucket(b->size)];
+        b->owner = NULL;
+        b->hash_next = *slot;
+        *slot = b;
         return;
     }
     b->is_free = 1;
