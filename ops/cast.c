@@ -118,11 +118,35 @@ static int cast_infer(struct op_call *c)
 
 static int cast_like_infer(struct op_call *c) { return cast_infer_to(c, c->in[1]->dtype); }
 
+/* Between floating types the cast is differentiable: dy is cast back to the
+ * input's type. Casts from or to integers and bool pass no gradient. CastLike's
+ * second input only lends its dtype. */
+static int cast_is_float(int dtype)
+{
+    return dtype == ONNX_DTYPE_FLOAT || dtype == ONNX_DTYPE_DOUBLE ||
+           dtype == ONNX_DTYPE_FLOAT16 || dtype == ONNX_DTYPE_BFLOAT16;
+}
+
+static int cast_grad(struct grad_ctx *g)
+{
+    const struct tensor *x = g->fwd->in[0], *y = g->fwd->out[0];
+    if (g->dy[0] < 0 || !g->need_dx[0] || !cast_is_float(x->dtype) || !cast_is_float(y->dtype))
+        return 0;
+    int dx = g->dy[0];
+    if (x->dtype != y->dtype) {
+        struct onnx_attr to = { .name = "to", .type = ONNX_ATTR_INT, .i = x->dtype };
+        if (g->emit(g, "Cast", &to, 1, 1, &g->dy[0], 1, &dx))
+            return -1;
+    }
+    return g->add_dx(g, 0, dx);
+}
+
 const struct op_def op_cast = {
     .domain = "", .name = "Cast", .since = { 6, 9, 13, 19, 21, 23, 24, 25 },
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .parse = cast_parse, .infer = cast_infer, .cost = cost_memory,
     .kernel = { [BACKEND_CPU] = cast_run },
+    .grad = cast_grad,
 };
 
 const struct op_def op_cast_like = {
@@ -130,4 +154,5 @@ const struct op_def op_cast_like = {
     .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
     .infer = cast_like_infer, .cost = cost_memory,
     .kernel = { [BACKEND_CPU] = cast_run },
+    .grad = cast_grad,
 };

@@ -125,9 +125,32 @@ static int where_cpu(struct op_call *c)
     return 0;
 }
 
+/* dX = Where(cond, dy, 0), dY = Where(cond, 0, dy), each summed back to its
+ * input's shape; the condition is not differentiable. */
+static int where_grad(struct grad_ctx *g)
+{
+    if (g->dy[0] < 0 || (!g->need_dx[1] && !g->need_dx[2]))
+        return 0;
+    const struct tensor *dy = g->shape(g, g->dy[0]);
+    uint64_t zero_bits = 0;        /* all-zero bits are 0.0 in every float type */
+    struct tensor zt = { .dtype = dy->dtype, .rank = 0, .data = &zero_bits };
+    int zero = g->constant(g, &zt);
+    if (zero < 0)
+        return -1;
+    for (int i = 1; i < 3; i++) {
+        if (!g->need_dx[i])
+            continue;
+        int h, in[3] = { g->in[0], i == 1 ? g->dy[0] : zero, i == 1 ? zero : g->dy[0] };
+        if (g->emit(g, "Where", NULL, 0, 3, in, 1, &h) || grad_add_dx_broadcast(g, i, h))
+            return -1;
+    }
+    return 0;
+}
+
 const struct op_def op_where = {
     .domain = "", .name = "Where", .since = { 9, 16 },
     .min_in = 3, .max_in = 3, .min_out = 1, .max_out = 1,
     .infer = where_infer, .cost = cost_memory,
     .kernel = { [BACKEND_CPU] = where_cpu },
+    .grad = where_grad, .grad_saves_in = 1u,
 };

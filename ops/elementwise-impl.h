@@ -405,6 +405,29 @@ int ew_infer_broadcast(struct op_call *c, int dtype);
         }                                                                               \
     }
 
+/* Three inputs of one type T: o = EXPR of d, a, b (gradient kernels: d is
+ * dy, a and b the forward inputs). The all-contiguous run is a plain loop;
+ * runs with a repeated operand index through the 0/1 steps. */
+#define EW_TERNARY_INNER(fname, T, EXPR)                                                \
+    static void fname(const void *ctx, int64_t n, void *const *ptr, const int64_t *step) \
+    {                                                                                   \
+        T *o = ptr[0];                                                                  \
+        const T *dp = ptr[1], *ap = ptr[2], *bp = ptr[3];                               \
+        const int64_t sd = step[1], sa = step[2], sb = step[3];                         \
+        (void)ctx;                                                                      \
+        if (sd && sa && sb) {                                                           \
+            for (int64_t i = 0; i < n; i++) {                                           \
+                const T d = dp[i], a = ap[i], b = bp[i];                                \
+                o[i] = (EXPR);                                                          \
+            }                                                                           \
+        } else {                                                                        \
+            for (int64_t i = 0; i < n; i++) {                                           \
+                const T d = dp[i * sd], a = ap[i * sa], b = bp[i * sb];                 \
+                o[i] = (EXPR);                                                          \
+            }                                                                           \
+        }                                                                               \
+    }
+
 /* table[dtype], or NULL when dtype is outside the table. */
 #define EW_LOOKUP(table, dtype) \
     ((dtype) > 0 && (dtype) < EW_DTYPE_COUNT ? (table)[(dtype)] : NULL)

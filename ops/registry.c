@@ -106,6 +106,9 @@
     X(op_erf_grad) \
     X(op_gelu_grad) \
     X(op_clip_grad) \
+    X(op_div_grad) \
+    X(op_pow_grad) \
+    X(op_max_min_grad) \
     /* training: optimizer steps (domain dtrexec) */ \
     X(op_sgd_update) \
     X(op_momentum_update) \

@@ -129,3 +129,79 @@ case("clip_none", single_op("Clip", [("x", CX)], opset=13))
 case("clip_attrs_v7", single_op("Clip", [("x", CX)], opset=7, attrs={"min": -0.5, "max": 0.8}))
 case("clip_f64", single_op("Clip", [("x", CX.astype(F64)), ("lo", np.array(-0.5, F64)), ("hi", np.array(0.8, F64))],
                            opset=12))
+
+
+# ---- Div, Pow ------------------------------------------------------------------
+def nonzero(*s, dtype=np.float32):
+    return away_from(rand(*s, low=-2, high=2, dtype=dtype), [0], 0.5)
+
+
+for tag, sa, sb in BIN_SHAPES:
+    case(f"div_{tag}", single_op("Div", [("a", rand(*sa)), ("b", nonzero(*sb))]))
+    case(f"pow_{tag}", single_op("Pow", [("a", rand(*sa, low=0.5, high=2.0)), ("b", rand(*sb, low=-1.5, high=2.5))],
+                                 opset=15))
+case("div_f64", single_op("Div", [("a", rand(3, 2, dtype=F64)), ("b", nonzero(2, dtype=F64))]))
+case("div_same_input", graph_model([helper.make_node("Div", ["a", "a"], ["y"])], {"a": nonzero(2, 3)}, ["y"]))
+case("pow_f64", single_op("Pow", [("a", rand(2, 3, low=0.5, high=2, dtype=F64)), ("b", rand(3, dtype=F64))]))
+# integer exponents (not differentiated), negative bases allowed
+case("pow_int_exp", single_op("Pow", [("a", rand(2, 3, low=-2, high=2)), ("b", np.array([2, 3, -1], np.int64))],
+                              opset=15))
+case("pow_int32_exp_scalar", single_op("Pow", [("a", nonzero(3, 2)), ("b", np.array(3, np.int32))], opset=13))
+# a double exponent of a float base: its gradient is cast back to double
+case("pow_mixed_f64_exp", single_op("Pow", [("a", rand(2, 2, low=0.5, high=2)), ("b", rand(2, low=0.5, high=2, dtype=F64))],
+                                    opset=15))
+case("pow_v7", single_op("Pow", [("a", rand(3, low=0.5, high=2)), ("b", rand(3))], opset=7))
+
+# ---- Max, Min, Sum (variadic) ----------------------------------------------------
+def distinct(*shapes, dtype=np.float32):
+    """Arrays whose broadcast elements differ by at least 0.1 pairwise."""
+    vals = np.linspace(-2, 2, num=int(sum(np.prod(s) for s in shapes)) + 1)
+    perm = np.random.default_rng(len(shapes) * 7 + 1).permutation(vals)
+    out, k = [], 0
+    for s in shapes:
+        n = int(np.prod(s))
+        out.append(perm[k:k + n].reshape(s).astype(dtype))
+        k += n
+    return out
+
+
+VAR_SHAPES = [
+    ("one", [(3, 4)]),
+    ("two_same", [(3, 4), (3, 4)]),
+    ("two_bcast", [(2, 3, 4), (3, 1)]),
+    ("three_bcast", [(4,), (2, 1, 4), (3, 1)]),
+    ("scalar", [(2, 3), ()]),
+]
+for op in ("Max", "Min", "Sum"):
+    for tag, shapes in VAR_SHAPES:
+        xs = distinct(*shapes)
+        case(f"{op.lower()}_{tag}", single_op(op, [(f"x{i}", x) for i, x in enumerate(xs)], opset=13))
+    xs = distinct((2, 3), (3,), dtype=F64)
+    case(f"{op.lower()}_f64", single_op(op, [("x0", xs[0]), ("x1", xs[1])], opset=8))
+# Ties go to the first input: with both inputs the same tensor the gradient
+# is still dy once, which is the derivative of max(a, a) = a.
+for op in ("Max", "Min"):
+    case(f"{op.lower()}_tie_same_input", graph_model(
+        [helper.make_node(op, ["a", "a"], ["y"])], {"a": rand(3, 4)}, ["y"]))
+    case(f"{op.lower()}_tie_identity", graph_model(
+        [helper.make_node("Identity", ["a"], ["b"]), helper.make_node(op, ["b", "a", "b"], ["y"])],
+        {"a": rand(2, 3)}, ["y"]))
+
+# ---- Where, Cast, CastLike -----------------------------------------------------
+COND = np.array([[True, False, True], [False, False, True]])
+case("where_same", single_op("Where", [("c", COND), ("x", rand(2, 3)), ("y", rand(2, 3))], opset=16))
+case("where_bcast", single_op("Where", [("c", COND[:, None, :]), ("x", rand(3, 1)), ("y", rand(3))], opset=16))
+case("where_scalar_branch", single_op("Where", [("c", COND), ("x", rand()), ("y", rand(2, 1, dtype=np.float32))],
+                                      opset=9))
+case("where_f64", single_op("Where", [("c", COND[0]), ("x", rand(2, 3, dtype=F64)), ("y", rand(3, dtype=F64))]))
+case("cast_f32_to_f64", single_op("Cast", [("x", rand(3, 4))], attrs={"to": 11}, opset=13))
+case("cast_f64_to_f32", single_op("Cast", [("x", rand(3, 4, dtype=F64))], attrs={"to": 1}, opset=19))
+case("cast_f32_to_f32", single_op("Cast", [("x", rand(2, 2))], attrs={"to": 1}, opset=9))
+case("castlike_f32_to_f64", graph_model(
+    [helper.make_node("CastLike", ["x", "t"], ["c"]), helper.make_node("Mul", ["c", "w"], ["y"])],
+    {"x": rand(3, 2), "t": np.zeros(1, F64), "w": rand(3, 2, dtype=F64)}, ["y"], opset=15))
+# a float -> int64 -> float round trip passes no gradient; a float branch beside it does
+case("cast_int_blocks", graph_model(
+    [helper.make_node("Cast", ["x"], ["i"], to=7), helper.make_node("Cast", ["i"], ["f"], to=1),
+     helper.make_node("Mul", ["f", "x"], ["y"])],
+    {"x": away_from(rand(2, 3, low=0.5, high=2.5), [1, 2], 0.1)}, ["y"], opset=13))
