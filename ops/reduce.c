@@ -378,6 +378,112 @@ static int reduce_sum_grad(struct grad_ctx *g)
     return g->add_dx(g, 0, e);
 }
 
+/* ReduceSelectGrad(dy, X, Y) -> dX for ReduceMax and ReduceMin, with dy and
+ * Y in the keepdims shape: each output's dy goes to the first element of its
+ * reduced group (row-major order) that equals Y, the others get 0. One
+ * sequential walk over X with a "taken" flag per output: deterministic, and
+ * first in row-major order over X is first within every group. */
+#define SELECT_GRAD_DEF(unused, D)                                                     \
+    static void select_grad_##D(const struct tensor *x, const void *dyv, const void *yv, \
+                                void *dxv, uint8_t *taken, const int64_t *st)          \
+    {                                                                                  \
+        typedef EW_T_##D T;                                                            \
+        const T *xs = x->data, *dy = dyv, *y = yv;                                     \
+        T *dx = dxv;                                                                   \
+        int64_t idx[TENSOR_MAX_RANK] = { 0 }, o = 0, n = tensor_numel(x);              \
+        for (int64_t i = 0; i < n; i++) {                                              \
+            T v = xs[i];                                                               \
+            if (!taken[o] && (v == y[o] || (v != v && y[o] != y[o]))) {                \
+                dx[i] = dy[o];                                                         \
+                taken[o] = 1;                                                          \
+            } else {                                                                   \
+                dx[i] = 0;                                                             \
+            }                                                                          \
+            for (int a = x->rank - 1; a >= 0; a--) {                                   \
+                o += st[a];                                                            \
+                if (++idx[a] < x->dims[a])                                             \
+                    break;                                                             \
+                o -= st[a] * x->dims[a];                                               \
+                idx[a] = 0;                                                            \
+            }                                                                          \
+        }                                                                              \
+    }
+EW_FLOAT_TYPES(SELECT_GRAD_DEF, _)
+
+static int select_grad_infer(struct op_call *c)
+{
+    const struct tensor *dy = c->in[0], *x = c->in[1], *y = c->in[2];
+    if (x->dtype != ONNX_DTYPE_FLOAT && x->dtype != ONNX_DTYPE_DOUBLE)
+        return ew_dtype_error(c, "X", x->dtype, "float, double");
+    if (dy->dtype != x->dtype || y->dtype != x->dtype)
+        return op_error(c, "dy, X and Y must share one dtype");
+    if (!tensor_same_shape(dy, y) || dy->rank != x->rank)
+        return op_error(c, "dy and Y must have X's rank and one shape (the keepdims shape)");
+    for (int i = 0; i < x->rank; i++)
+        if (y->dims[i] != 1 && y->dims[i] != x->dims[i])
+            return op_error(c, "Y's axis %d (%lld) is neither 1 nor X's extent %lld", i,
+                            (long long)y->dims[i], (long long)x->dims[i]);
+    struct tensor *dx = c->out[0];
+    dx->dtype = x->dtype;
+    dx->rank = x->rank;
+    memcpy(dx->dims, x->dims, sizeof dx->dims);
+    return 0;
+}
+
+static int select_grad_cpu(struct op_call *c)
+{
+    const struct tensor *dy = c->in[0], *x = c->in[1], *y = c->in[2];
+    int64_t n_out = tensor_numel(y), st[TENSOR_MAX_RANK];
+    if (tensor_numel(x) == 0)
+        return 0;
+    uint8_t *taken = c->env && c->env->scratch_alloc
+                         ? c->env->scratch_alloc(c->env->ctx, (size_t)n_out) : NULL;
+    if (!taken)
+        return op_error(c, "no scratch memory for %lld flags", (long long)n_out);
+    memset(taken, 0, (size_t)n_out);
+    broadcast_strides(y, x, st);
+    if (x->dtype == ONNX_DTYPE_FLOAT)
+        select_grad_FLOAT(x, dy->data, y->data, c->out[0]->data, taken, st);
+    else
+        select_grad_DOUBLE(x, dy->data, y->data, c->out[0]->data, taken, st);
+    c->env->scratch_free(c->env->ctx, taken);
+    return 0;
+}
+
+const struct op_def op_reduce_select_grad = {
+    .domain = "dtrexec", .name = "ReduceSelectGrad", .since = { 1 },
+    .min_in = 3, .max_in = 3, .min_out = 1, .max_out = 1,
+    .infer = select_grad_infer, .cost = cost_elementwise,
+    .kernel = { [BACKEND_CPU] = select_grad_cpu },
+};
+
+static int reduce_select_grad(struct grad_ctx *g)
+{
+    const struct op_call *c = g->fwd;
+    const struct tensor *x = c->in[0];
+    int mask[TENSOR_MAX_RANK], noop;
+    if (g->dy[0] < 0 || !g->need_dx[0])
+        return 0;
+    if (x->dtype != ONNX_DTYPE_FLOAT && x->dtype != ONNX_DTYPE_DOUBLE)
+        return grad_error(g, "only float and double inputs are differentiable, not %s",
+                          onnx_dtype_name(x->dtype));
+    if (reduce_mask(c, mask, &noop))
+        return grad_error(g, "%s", c->env && c->env->err ? c->env->err : "bad axes");
+    if (noop)
+        return g->add_dx(g, 0, g->dy[0]);
+    int64_t kept[TENSOR_MAX_RANK];
+    for (int i = 0; i < x->rank; i++)
+        kept[i] = mask[i] ? 1 : x->dims[i];
+    int dyk, yk, dx;
+    if (reduce_grad_reshape(g, g->dy[0], x->rank, kept, &dyk) ||
+        reduce_grad_reshape(g, g->out[0], x->rank, kept, &yk))
+        return -1;
+    int in[3] = { dyk, g->in[0], yk };
+    if (g->emit(g, "ReduceSelectGrad", NULL, 0, 3, in, 1, &dx))
+        return -1;
+    return g->add_dx(g, 0, dx);
+}
+
 /* ---- parsing and definitions ---------------------------------------------- */
 
 static int reduce_parse(const struct onnx_node *node, int version, void **params, char *err,
@@ -427,5 +533,7 @@ static int reduce_parse(const struct onnx_node *node, int version, void **params
 REDUCE_DEF(op_reduce_sum, "ReduceSum", REDUCE_SUM, 0, 13, reduce_sum_grad, 2u, 0u, 1, 11, 13)
 REDUCE_DEF(op_reduce_mean, "ReduceMean", REDUCE_SUM, 1, 18, reduce_sum_grad, 2u, 0u,
            1, 11, 13, 18)
-REDUCE_DEF(op_reduce_max, "ReduceMax", REDUCE_MAX, 0, 18, NULL, 0u, 0u, 1, 11, 12, 13, 18, 20)
-REDUCE_DEF(op_reduce_min, "ReduceMin", REDUCE_MIN, 0, 18, NULL, 0u, 0u, 1, 11, 12, 13, 18, 20)
+REDUCE_DEF(op_reduce_max, "ReduceMax", REDUCE_MAX, 0, 18, reduce_select_grad, 3u, 1u,
+           1, 11, 12, 13, 18, 20)
+REDUCE_DEF(op_reduce_min, "ReduceMin", REDUCE_MIN, 0, 18, reduce_select_grad, 3u, 1u,
+           1, 11, 12, 13, 18, 20)

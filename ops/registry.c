@@ -109,6 +109,9 @@
     X(op_div_grad) \
     X(op_pow_grad) \
     X(op_max_min_grad) \
+    X(op_softmax_grad) \
+    X(op_log_softmax_grad) \
+    X(op_reduce_select_grad) \
     /* training: optimizer steps (domain dtrexec) */ \
     X(op_sgd_update) \
     X(op_momentum_update) \

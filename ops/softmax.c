@@ -186,11 +186,148 @@ static int softmax_cpu(struct op_call *c)
 /* max, subtract, exp (weighted as 8), sum, divide */
 static struct op_cost softmax_cost(const struct op_call *c) { return ew_cost_scaled(c, 12); }
 
+/* ---- gradients --------------------------------------------------------------
+ * SoftmaxGrad(dy, Y) = Y * (dy - sum(dy * Y)) and LogSoftmaxGrad(dy, Y) =
+ * dy - exp(Y) * sum(dy), the sums over the same rows as the forward (same
+ * `axis`, and `coerce_2d` = 1 for the opset < 13 semantics). Rows reuse the
+ * output as the buffer of the products so that the sum is the forward's
+ * lane-wise deterministic one; column blocks accumulate in row order. */
+
+#define SOFTMAX_GRAD_IMPL(T, SUFFIX, SUM, EXP)                                         \
+    static void softmax_grad_rows_##SUFFIX(const T *dy, const T *y, T *dx, int64_t len, \
+                                           int log_in)                                 \
+    {                                                                                  \
+        T s;                                                                           \
+        if (log_in) {                                                                  \
+            s = SUM(dy, len);                                                          \
+            for (int64_t i = 0; i < len; i++)                                          \
+                dx[i] = dy[i] - EXP(y[i]) * s;                                         \
+        } else {                                                                       \
+            for (int64_t i = 0; i < len; i++)                                          \
+                dx[i] = dy[i] * y[i];                                                  \
+            s = SUM(dx, len);                                                          \
+            for (int64_t i = 0; i < len; i++)                                          \
+                dx[i] = y[i] * (dy[i] - s);                                            \
+        }                                                                              \
+    }                                                                                  \
+    static void softmax_grad_cols_##SUFFIX(const T *dy, const T *y, T *dx, int64_t len, \
+                                           int64_t inner, int64_t w, int log_in)       \
+    {                                                                                  \
+        T s[SM_BLOCK];                                                                 \
+        for (int64_t j = 0; j < w; j++)                                                \
+            s[j] = 0;                                                                  \
+        for (int64_t k = 0; k < len; k++)                                              \
+            for (int64_t j = 0; j < w; j++)                                            \
+                s[j] += log_in ? dy[k * inner + j] : dy[k * inner + j] * y[k * inner + j]; \
+        for (int64_t k = 0; k < len; k++)                                              \
+            for (int64_t j = 0; j < w; j++) {                                          \
+                int64_t e = k * inner + j;                                             \
+                dx[e] = log_in ? dy[e] - EXP(y[e]) * s[j] : y[e] * (dy[e] - s[j]);     \
+            }                                                                          \
+    }                                                                                  \
+    static void softmax_grad_run_##SUFFIX(const T *dy, const T *y, T *dx, int64_t outer, \
+                                          int64_t len, int64_t inner, int log_in)      \
+    {                                                                                  \
+        int64_t total = outer * len * inner;                                           \
+        if (inner == 1) {                                                              \
+            _Pragma("omp parallel for schedule(static) if (total >= EW_PARALLEL_MIN)") \
+            for (int64_t o = 0; o < outer; o++)                                        \
+                softmax_grad_rows_##SUFFIX(dy + o * len, y + o * len, dx + o * len, len, \
+                                           log_in);                                    \
+            return;                                                                    \
+        }                                                                              \
+        int64_t blocks = (inner + SM_BLOCK - 1) / SM_BLOCK;                            \
+        _Pragma("omp parallel for schedule(static) if (total >= EW_PARALLEL_MIN)")     \
+        for (int64_t t = 0; t < outer * blocks; t++) {                                 \
+            int64_t o = t / blocks, j0 = (t % blocks) * SM_BLOCK;                      \
+            int64_t w = inner - j0 < SM_BLOCK ? inner - j0 : SM_BLOCK;                 \
+            size_t base = (size_t)(o * len * inner + j0);                              \
+            softmax_grad_cols_##SUFFIX(dy + base, y + base, dx + base, len, inner, w,   \
+                                       log_in);                                        \
+        }                                                                              \
+    }
+
+SOFTMAX_GRAD_IMPL(float, f32, ew_sum_f32, ew_expf)
+SOFTMAX_GRAD_IMPL(double, f64, ew_sum_f64, exp)
+
+static int softmax_grad_parse(const struct onnx_node *node, int version, void **params,
+                              char *err, size_t err_size)
+{
+    (void)version;
+    struct softmax_params *p = ew_params_new(sizeof *p, params, err, err_size);
+    if (!p)
+        return -1;
+    p->coerce_2d = onnx_node_attr_int(node, "coerce_2d", 0) != 0;
+    p->axis = (int)onnx_node_attr_int(node, "axis", -1);
+    p->log = !strcmp(node->op_type, "LogSoftmaxGrad");
+    return 0;
+}
+
+static int softmax_grad_infer(struct op_call *c)
+{
+    const struct tensor *dy = c->in[0], *y = c->in[1];
+    if (y->dtype != dy->dtype || !tensor_same_shape(dy, y))
+        return op_error(c, "dy and Y must have the same dtype and shape");
+    return softmax_infer(c);
+}
+
+static int softmax_grad_cpu(struct op_call *c)
+{
+    const struct softmax_params *p = c->params;
+    const struct tensor *dy = c->in[0], *y = c->in[1];
+    struct tensor *dx = c->out[0];
+    int64_t outer, len, inner;
+    if (softmax_geometry(c, &outer, &len, &inner))
+        return -1;
+    if (tensor_numel(dy) == 0)
+        return 0;
+    if (dy->dtype == ONNX_DTYPE_FLOAT)
+        softmax_grad_run_f32(dy->data, y->data, dx->data, outer, len, inner, p->log);
+    else if (dy->dtype == ONNX_DTYPE_DOUBLE)
+        softmax_grad_run_f64(dy->data, y->data, dx->data, outer, len, inner, p->log);
+    else
+        return ew_dtype_error(c, "dy", dy->dtype, "float, double");
+    return 0;
+}
+
+static struct op_cost softmax_grad_cost(const struct op_call *c) { return ew_cost_scaled(c, 4); }
+
+const struct op_def op_softmax_grad = {
+    .domain = "dtrexec", .name = "SoftmaxGrad", .since = { 1 },
+    .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
+    .parse = softmax_grad_parse, .infer = softmax_grad_infer, .cost = softmax_grad_cost,
+    .kernel = { [BACKEND_CPU] = softmax_grad_cpu },
+};
+
+const struct op_def op_log_softmax_grad = {
+    .domain = "dtrexec", .name = "LogSoftmaxGrad", .since = { 1 },
+    .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
+    .parse = softmax_grad_parse, .infer = softmax_grad_infer, .cost = softmax_grad_cost,
+    .kernel = { [BACKEND_CPU] = softmax_grad_cpu },
+};
+
+/* Both read the output Y only. */
+static int softmax_grad(struct grad_ctx *g)
+{
+    const struct softmax_params *p = g->fwd->params;
+    if (g->dy[0] < 0 || !g->need_dx[0])
+        return 0;
+    struct onnx_attr a[2] = {
+        { .name = "axis", .type = ONNX_ATTR_INT, .i = p->axis },
+        { .name = "coerce_2d", .type = ONNX_ATTR_INT, .i = p->coerce_2d },
+    };
+    int dx, in[2] = { g->dy[0], g->out[0] };
+    if (g->emit(g, p->log ? "LogSoftmaxGrad" : "SoftmaxGrad", a, 2, 2, in, 1, &dx))
+        return -1;
+    return g->add_dx(g, 0, dx);
+}
+
 const struct op_def op_softmax = {
     .domain = "", .name = "Softmax", .since = { 1, 11, 13 },
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .parse = softmax_parse, .infer = softmax_infer, .cost = softmax_cost,
     .kernel = { [BACKEND_CPU] = softmax_cpu },
+    .grad = softmax_grad, .grad_saves_out = 1u,
 };
 
 const struct op_def op_log_softmax = {
@@ -198,4 +335,5 @@ const struct op_def op_log_softmax = {
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .parse = softmax_parse, .infer = softmax_infer, .cost = softmax_cost,
     .kernel = { [BACKEND_CPU] = softmax_cpu },
+    .grad = softmax_grad, .grad_saves_out = 1u,
 };

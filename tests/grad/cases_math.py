@@ -205,3 +205,51 @@ case("cast_int_blocks", graph_model(
     [helper.make_node("Cast", ["x"], ["i"], to=7), helper.make_node("Cast", ["i"], ["f"], to=1),
      helper.make_node("Mul", ["f", "x"], ["y"])],
     {"x": away_from(rand(2, 3, low=0.5, high=2.5), [1, 2], 0.1)}, ["y"], opset=13))
+
+
+# ---- Softmax, LogSoftmax --------------------------------------------------------
+for op in ("Softmax", "LogSoftmax"):
+    t = op.lower()
+    for opset in (11, 13):
+        for axis in (None, 0, 1, -1, -2):
+            attrs = {} if axis is None else {"axis": axis}
+            tag = "default" if axis is None else f"axis{axis}".replace("-", "neg")
+            case(f"{t}_v{opset}_{tag}", single_op(op, [("x", rand(2, 3, 4, low=-2, high=2))], attrs=attrs,
+                                                  opset=opset))
+    case(f"{t}_v13_1d", single_op(op, [("x", rand(5, low=-2, high=2))], opset=13))
+    case(f"{t}_v13_wide_cols", single_op(op, [("x", rand(3, 2, 70, low=-2, high=2))], attrs={"axis": 1}, opset=13),
+         ["--max-elems", "200"])
+    case(f"{t}_v11_f64", single_op(op, [("x", rand(2, 3, 2, low=-2, high=2, dtype=F64))], attrs={"axis": 1},
+                                   opset=11))
+    case(f"{t}_v13_f64", single_op(op, [("x", rand(2, 3, 2, low=-2, high=2, dtype=F64))], attrs={"axis": 0},
+                                   opset=13))
+
+
+# ---- ReduceMax, ReduceMin -------------------------------------------------------
+def spread(*shape, dtype=np.float32):
+    """Distinct values at least 0.1 apart, so that the arg-max is stable."""
+    n = int(np.prod(shape))
+    v = np.random.default_rng(n + 11).permutation(np.linspace(-2, 2, n)).reshape(shape).astype(dtype)
+    return v
+
+
+for op in ("ReduceMax", "ReduceMin"):
+    t = op.lower()
+    for kd in (0, 1):
+        case(f"{t}_all_kd{kd}", single_op(op, [("x", spread(2, 3, 4))], opset=18, attrs={"keepdims": kd}))
+        case(f"{t}_axis1_kd{kd}", single_op(op, [("x", spread(2, 3, 4)), ("a", i64(1))], opset=18,
+                                            attrs={"keepdims": kd}))
+        case(f"{t}_axes_neg_kd{kd}", single_op(op, [("x", spread(2, 3, 2, 2)), ("a", i64(-1, 0))], opset=18,
+                                               attrs={"keepdims": kd}))
+        case(f"{t}_attr_v13_kd{kd}", single_op(op, [("x", spread(3, 2, 4))], opset=13,
+                                               attrs={"keepdims": kd, "axes": [2]}))
+    case(f"{t}_noop_empty", single_op(op, [("x", spread(2, 3)), ("a", np.zeros(0, I64))], opset=18,
+                                       attrs={"noop_with_empty_axes": 1}))
+    case(f"{t}_rank0", single_op(op, [("x", rand())], opset=18))
+    case(f"{t}_f64", single_op(op, [("x", spread(3, 4, dtype=F64)), ("a", i64(0))], opset=18))
+    # exact ties: x = concat(a, a) along the reduced axis; the first copy gets
+    # dy, and through the graph both copies are a, so the total is still right
+    case(f"{t}_tie_first", graph_model(
+        [helper.make_node("Concat", ["a", "a"], ["x"], axis=1),
+         helper.make_node(op, ["x"], ["y"], axes=[1], keepdims=0)],
+        {"a": spread(2, 3)}, ["y"], opset=13))
