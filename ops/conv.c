@@ -288,18 +288,28 @@ int nn_conv_forward_gemm(const struct op_call *c, const struct nn_geom *g,
 
 /* ---- oneDNN ----------------------------------------------------------------- */
 
-/* The cache key: every field that shapes the primitive, padding zeroed. */
+/* One key type for every oneDNN primitive of the convolution family: the
+ * convolution itself (forward, backward-data, backward-weights; on the plain
+ * layouts or on the layouts oneDNN prefers) and the reorders between one
+ * argument's plain layout and the blocked primitive's. Padding zeroed. */
 enum conv_dnnl_kind {
     CONV_DNNL_PLAIN = 1,               /* convolution on NCDHW / OIDHW as they are */
     CONV_DNNL_BLOCKED,                 /* convolution on the layouts oneDNN prefers */
-    CONV_DNNL_REORDER_SRC,             /* NCDHW -> the blocked source layout */
-    CONV_DNNL_REORDER_WEI,             /* OIDHW -> the blocked weights layout */
-    CONV_DNNL_REORDER_DST,             /* blocked destination -> NCDHW */
+    CONV_DNNL_REORDER_IN,              /* argument `arg`: plain -> the blocked layout */
+    CONV_DNNL_REORDER_OUT,             /* argument `arg`: blocked layout -> plain */
+};
+
+enum conv_dnnl_prim {
+    CONV_PRIM_FWD = 0,
+    CONV_PRIM_BWD_DATA,
+    CONV_PRIM_BWD_WEIGHTS,
 };
 
 struct conv_dnnl_key {
     int32_t kind;                      /* enum conv_dnnl_kind */
+    int32_t prim;                      /* enum conv_dnnl_prim */
     int32_t has_bias;
+    int32_t arg;                       /* the reordered argument (DNNL_ARG_*) */
     struct nn_geom g;
 };
 
@@ -337,7 +347,20 @@ static void conv_dnnl_mds(const struct nn_geom *g, int has_bias, int any,
         dnnl_memory_desc_init_by_tag(bia, 1, bd, dnnl_f32, dnnl_x);
 }
 
-static dnnl_status_t conv_dnnl_pd(const struct nn_geom *g, int has_bias, int any,
+/* The plain-layout descriptor of one argument of any of the three primitives. */
+static void conv_dnnl_plain_md(const struct nn_geom *g, int has_bias, int arg, dnnl_memory_desc_t *md)
+{
+    dnnl_memory_desc_t src, wei, bia, dst;
+    conv_dnnl_mds(g, has_bias, 0, &src, &wei, &bia, &dst);
+    switch (arg) {
+    case DNNL_ARG_SRC: case DNNL_ARG_DIFF_SRC: *md = src; break;
+    case DNNL_ARG_WEIGHTS: case DNNL_ARG_DIFF_WEIGHTS: *md = wei; break;
+    case DNNL_ARG_BIAS: case DNNL_ARG_DIFF_BIAS: *md = bia; break;
+    default: *md = dst; break;
+    }
+}
+
+static dnnl_status_t conv_dnnl_pd(const struct nn_geom *g, int has_bias, int prim, int any,
                                   dnnl_engine_t eng, const_dnnl_primitive_attr_t attr,
                                   dnnl_primitive_desc_t *pd)
 {
@@ -351,13 +374,28 @@ static dnnl_status_t conv_dnnl_pd(const struct nn_geom *g, int has_bias, int any
         pl[i] = g->pad_lo[j];
         pr[i] = g->pad_hi[j];
     }
-    dnnl_convolution_desc_t cd;
+    dnnl_convolution_desc_t fd, bd;
     dnnl_status_t st = dnnl_dilated_convolution_forward_desc_init(
-        &cd, dnnl_forward_inference, dnnl_convolution_direct, &src, &wei,
-        has_bias ? &bia : NULL, &dst, strides, dil, pl, pr);
+        &fd, prim == CONV_PRIM_FWD ? dnnl_forward_inference : dnnl_forward_training,
+        dnnl_convolution_direct, &src, &wei, has_bias ? &bia : NULL, &dst, strides, dil, pl, pr);
     if (st != dnnl_success)
         return st;
-    return dnnl_primitive_desc_create(pd, &cd, attr, eng, NULL);
+    if (prim == CONV_PRIM_FWD)
+        return dnnl_primitive_desc_create(pd, &fd, attr, eng, NULL);
+    /* backward primitives are created against a forward one (oneDNN's "hint") */
+    dnnl_primitive_desc_t hint = NULL;
+    if ((st = dnnl_primitive_desc_create(&hint, &fd, NULL, eng, NULL)) != dnnl_success)
+        return st;
+    if (prim == CONV_PRIM_BWD_DATA)
+        st = dnnl_dilated_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &src, &wei,
+                                                              &dst, strides, dil, pl, pr);
+    else
+        st = dnnl_dilated_convolution_backward_weights_desc_init(
+            &bd, dnnl_convolution_direct, &src, &wei, has_bias ? &bia : NULL, &dst, strides, dil, pl, pr);
+    if (st == dnnl_success)
+        st = dnnl_primitive_desc_create(pd, &bd, attr, eng, hint);
+    dnnl_primitive_desc_destroy(hint);
+    return st;
 }
 
 static dnnl_status_t conv_dnnl_build(const void *key, dnnl_engine_t eng,
@@ -365,114 +403,125 @@ static dnnl_status_t conv_dnnl_build(const void *key, dnnl_engine_t eng,
 {
     const struct conv_dnnl_key *k = key;
     if (k->kind == CONV_DNNL_PLAIN || k->kind == CONV_DNNL_BLOCKED)
-        return conv_dnnl_pd(&k->g, k->has_bias, k->kind == CONV_DNNL_BLOCKED, eng, attr, pd);
-    /* a reorder between the plain layout and the blocked convolution's */
+        return conv_dnnl_pd(&k->g, k->has_bias, k->prim, k->kind == CONV_DNNL_BLOCKED, eng, attr, pd);
+    /* a reorder between the plain layout and the blocked primitive's */
     dnnl_primitive_desc_t cpd;
-    dnnl_status_t st = conv_dnnl_pd(&k->g, k->has_bias, 1, eng, NULL, &cpd);
+    dnnl_status_t st = conv_dnnl_pd(&k->g, k->has_bias, k->prim, 1, eng, NULL, &cpd);
     if (st != dnnl_success)
         return st;
-    dnnl_memory_desc_t src, wei, bia, dst;
-    conv_dnnl_mds(&k->g, k->has_bias, 0, &src, &wei, &bia, &dst);
-    if (k->kind == CONV_DNNL_REORDER_SRC)
-        st = dnnl_reorder_primitive_desc_create(pd, &src, eng,
-                                                dnnl_primitive_desc_query_md(cpd, dnnl_query_src_md, 0),
-                                                eng, attr);
-    else if (k->kind == CONV_DNNL_REORDER_WEI)
-        st = dnnl_reorder_primitive_desc_create(pd, &wei, eng,
-                                                dnnl_primitive_desc_query_md(cpd, dnnl_query_weights_md, 0),
-                                                eng, attr);
+    dnnl_memory_desc_t plain;
+    conv_dnnl_plain_md(&k->g, k->has_bias, k->arg, &plain);
+    const dnnl_memory_desc_t *blocked = dnnl_primitive_desc_query_md(cpd, dnnl_query_exec_arg_md, k->arg);
+    if (k->kind == CONV_DNNL_REORDER_IN)
+        st = dnnl_reorder_primitive_desc_create(pd, &plain, eng, blocked, eng, attr);
     else
-        st = dnnl_reorder_primitive_desc_create(pd, dnnl_primitive_desc_query_md(cpd, dnnl_query_dst_md, 0),
-                                                eng, &dst, eng, attr);
+        st = dnnl_reorder_primitive_desc_create(pd, blocked, eng, &plain, eng, attr);
     dnnl_primitive_desc_destroy(cpd);
     return st;
 }
 
-static void conv_dnnl_key_make(const struct nn_geom *g, int has_bias, int kind,
+static void conv_dnnl_key_make(const struct nn_geom *g, int has_bias, int prim, int kind, int arg,
                                struct conv_dnnl_key *k)
 {
     memset(k, 0, sizeof *k);
     k->kind = kind;
+    k->prim = prim;
     k->has_bias = has_bias;
+    k->arg = arg;
     k->g = *g;
 }
 
-int nn_conv_forward_dnnl(const struct op_call *c, const struct nn_geom *g,
-                         const float *x, const float *w, const float *b, float *y)
-{
-    struct conv_dnnl_key key;
-    conv_dnnl_key_make(g, b != NULL, CONV_DNNL_PLAIN, &key);
-    dnnl_memory_desc_t src, wei, bia, dst;
-    conv_dnnl_mds(g, b != NULL, 0, &src, &wei, &bia, &dst);
-    struct nn_dnnl_arg args[4] = {
-        { DNNL_ARG_SRC, &src, (void *)x },
-        { DNNL_ARG_WEIGHTS, &wei, (void *)w },
-        { DNNL_ARG_DST, &dst, y },
-        { DNNL_ARG_BIAS, &bia, (void *)b },
-    };
-    return nn_dnnl_run(c, &key, sizeof key, conv_dnnl_build, b ? 4 : 3, args);
-}
+/* One argument of a convolution primitive: its data in the plain layout, and
+ * whether the primitive writes it. */
+struct conv_dnnl_io {
+    int arg;
+    void *data;
+    int is_out;
+};
 
-/* Reorders src and weights into oneDNN's preferred (channel-blocked) layouts,
- * convolves there and reorders the result back, all through scratch memory.
- * A tensor whose preferred layout is the plain one is used in place. */
-int nn_conv_forward_dnnl_blocked(const struct op_call *c, const struct nn_geom *g,
-                                 const float *x, const float *w, const float *b, float *y)
+/* Runs convolution primitive `prim` on plain-layout arguments. Blocked: the
+ * primitive runs on the layouts oneDNN prefers, each argument reordered
+ * into scratch before (inputs) or after (outputs) the call — an argument
+ * whose preferred layout is the plain one is used in place. */
+static int conv_dnnl_exec(const struct op_call *c, const struct nn_geom *g, int has_bias, int prim,
+                          int blocked, int n, const struct conv_dnnl_io *io)
 {
-    const int has_bias = b != NULL;
-    struct conv_dnnl_key key;
-    conv_dnnl_key_make(g, has_bias, CONV_DNNL_BLOCKED, &key);
-    dnnl_memory_desc_t src, wei, bia, dst, bsrc, bwei, bdst;
-    conv_dnnl_mds(g, has_bias, 0, &src, &wei, &bia, &dst);
-    if (nn_dnnl_arg_md(c, &key, sizeof key, conv_dnnl_build, DNNL_ARG_SRC, &bsrc)
-        || nn_dnnl_arg_md(c, &key, sizeof key, conv_dnnl_build, DNNL_ARG_WEIGHTS, &bwei)
-        || nn_dnnl_arg_md(c, &key, sizeof key, conv_dnnl_build, DNNL_ARG_DST, &bdst))
-        return -1;
-    int same_src = dnnl_memory_desc_equal(&src, &bsrc), same_wei = dnnl_memory_desc_equal(&wei, &bwei);
-    int same_dst = dnnl_memory_desc_equal(&dst, &bdst);
-    size_t off_wei = same_src ? 0 : (dnnl_memory_desc_get_size(&bsrc) + 63) / 64 * 64;
-    size_t off_dst = off_wei + (same_wei ? 0 : (dnnl_memory_desc_get_size(&bwei) + 63) / 64 * 64);
-    size_t total = off_dst + (same_dst ? 0 : dnnl_memory_desc_get_size(&bdst));
+    struct conv_dnnl_key key, rkey;
+    conv_dnnl_key_make(g, has_bias, prim, blocked ? CONV_DNNL_BLOCKED : CONV_DNNL_PLAIN, 0, &key);
+    dnnl_memory_desc_t plain[6], want[6];
+    struct nn_dnnl_arg args[6];
+    size_t off[6], total = 0;
+    int same[6];
+    for (int i = 0; i < n; i++) {
+        conv_dnnl_plain_md(g, has_bias, io[i].arg, &plain[i]);
+        same[i] = 1;
+        off[i] = 0;
+        if (blocked) {
+            if (nn_dnnl_arg_md(c, &key, sizeof key, conv_dnnl_build, io[i].arg, &want[i]))
+                return -1;
+            same[i] = dnnl_memory_desc_equal(&plain[i], &want[i]);
+        }
+        if (!same[i]) {
+            off[i] = total;
+            total += (dnnl_memory_desc_get_size(&want[i]) + 63) / 64 * 64;
+        }
+    }
     char *buf = NULL;
-    if (total) {
-        buf = nn_scratch_alloc(c, total);
-        if (!buf)
-            return op_error(c, "cannot get %zu bytes of scratch for blocked layouts", total);
-    }
-    void *ps = same_src ? (void *)x : buf, *pw = same_wei ? (void *)w : buf + off_wei;
-    void *pd = same_dst ? (void *)y : buf + off_dst;
+    if (total && !(buf = nn_scratch_alloc(c, total)))
+        return op_error(c, "cannot get %zu bytes of scratch for oneDNN's blocked layouts", total);
     int rc = 0;
-    struct conv_dnnl_key rkey;
-    if (!same_src) {
-        conv_dnnl_key_make(g, has_bias, CONV_DNNL_REORDER_SRC, &rkey);
-        struct nn_dnnl_arg a[2] = { { DNNL_ARG_FROM, &src, (void *)x }, { DNNL_ARG_TO, &bsrc, ps } };
+    for (int i = 0; i < n && !rc; i++) {
+        args[i] = (struct nn_dnnl_arg){ io[i].arg, same[i] ? &plain[i] : &want[i],
+                                        same[i] ? io[i].data : buf + off[i] };
+        if (same[i] || io[i].is_out)
+            continue;
+        conv_dnnl_key_make(g, has_bias, prim, CONV_DNNL_REORDER_IN, io[i].arg, &rkey);
+        struct nn_dnnl_arg a[2] = { { DNNL_ARG_FROM, &plain[i], io[i].data },
+                                    { DNNL_ARG_TO, &want[i], buf + off[i] } };
         rc = nn_dnnl_run(c, &rkey, sizeof rkey, conv_dnnl_build, 2, a);
     }
-    if (!rc && !same_wei) {
-        conv_dnnl_key_make(g, has_bias, CONV_DNNL_REORDER_WEI, &rkey);
-        struct nn_dnnl_arg a[2] = { { DNNL_ARG_FROM, &wei, (void *)w }, { DNNL_ARG_TO, &bwei, pw } };
-        rc = nn_dnnl_run(c, &rkey, sizeof rkey, conv_dnnl_build, 2, a);
-    }
-    if (!rc) {
-        struct nn_dnnl_arg a[4] = {
-            { DNNL_ARG_SRC, &bsrc, ps }, { DNNL_ARG_WEIGHTS, &bwei, pw },
-            { DNNL_ARG_DST, &bdst, pd }, { DNNL_ARG_BIAS, &bia, (void *)b },
-        };
-        rc = nn_dnnl_run(c, &key, sizeof key, conv_dnnl_build, has_bias ? 4 : 3, a);
-    }
-    if (!rc && !same_dst) {
-        conv_dnnl_key_make(g, has_bias, CONV_DNNL_REORDER_DST, &rkey);
-        struct nn_dnnl_arg a[2] = { { DNNL_ARG_FROM, &bdst, pd }, { DNNL_ARG_TO, &dst, y } };
+    if (!rc)
+        rc = nn_dnnl_run(c, &key, sizeof key, conv_dnnl_build, n, args);
+    for (int i = 0; i < n && !rc; i++) {
+        if (same[i] || !io[i].is_out)
+            continue;
+        conv_dnnl_key_make(g, has_bias, prim, CONV_DNNL_REORDER_OUT, io[i].arg, &rkey);
+        struct nn_dnnl_arg a[2] = { { DNNL_ARG_FROM, &want[i], buf + off[i] },
+                                    { DNNL_ARG_TO, &plain[i], io[i].data } };
         rc = nn_dnnl_run(c, &rkey, sizeof rkey, conv_dnnl_build, 2, a);
     }
     nn_scratch_free(c, buf);
     return rc;
 }
 
+static int conv_forward_dnnl_any(const struct op_call *c, const struct nn_geom *g, const float *x,
+                                 const float *w, const float *b, float *y, int blocked)
+{
+    struct conv_dnnl_io io[4] = {
+        { DNNL_ARG_SRC, (void *)x, 0 }, { DNNL_ARG_WEIGHTS, (void *)w, 0 },
+        { DNNL_ARG_DST, y, 1 }, { DNNL_ARG_BIAS, (void *)b, 0 },
+    };
+    return conv_dnnl_exec(c, g, b != NULL, CONV_PRIM_FWD, blocked, b ? 4 : 3, io);
+}
+
+int nn_conv_forward_dnnl(const struct op_call *c, const struct nn_geom *g,
+                         const float *x, const float *w, const float *b, float *y)
+{
+    return conv_forward_dnnl_any(c, g, x, w, b, y, 0);
+}
+
+/* Reorders src and weights into oneDNN's preferred (channel-blocked) layouts,
+ * convolves there and reorders the result back, all through scratch memory. */
+int nn_conv_forward_dnnl_blocked(const struct op_call *c, const struct nn_geom *g,
+                                 const float *x, const float *w, const float *b, float *y)
+{
+    return conv_forward_dnnl_any(c, g, x, w, b, y, 1);
+}
+
 const char *nn_conv_dnnl_impl(const struct nn_geom *g, int has_bias, int blocked)
 {
     struct conv_dnnl_key key;
-    conv_dnnl_key_make(g, has_bias, blocked ? CONV_DNNL_BLOCKED : CONV_DNNL_PLAIN, &key);
+    conv_dnnl_key_make(g, has_bias, CONV_PRIM_FWD, blocked ? CONV_DNNL_BLOCKED : CONV_DNNL_PLAIN, 0, &key);
     return nn_dnnl_impl_name(&key, sizeof key);
 }
 
@@ -522,6 +571,139 @@ int nn_conv_forward(const struct op_call *c, const struct nn_geom *g,
     if (rc == 0)
         return 0;
     return nn_conv_forward_gemm(c, g, x, w, b, y);
+}
+
+/* ---- backward: data and weights ------------------------------------------------ */
+
+static int conv_backward_data_dnnl(const struct op_call *c, const struct nn_geom *g, const float *dy,
+                                   const float *w, float *dx, int blocked)
+{
+    struct conv_dnnl_io io[3] = {
+        { DNNL_ARG_DIFF_DST, (void *)dy, 0 }, { DNNL_ARG_WEIGHTS, (void *)w, 0 },
+        { DNNL_ARG_DIFF_SRC, dx, 1 },
+    };
+    return conv_dnnl_exec(c, g, 0, CONV_PRIM_BWD_DATA, blocked, 3, io);
+}
+
+static int conv_backward_weights_dnnl(const struct op_call *c, const struct nn_geom *g, const float *x,
+                                      const float *dy, float *dw, float *db, int blocked)
+{
+    struct conv_dnnl_io io[4] = {
+        { DNNL_ARG_SRC, (void *)x, 0 }, { DNNL_ARG_DIFF_DST, (void *)dy, 0 },
+        { DNNL_ARG_DIFF_WEIGHTS, dw, 1 }, { DNNL_ARG_DIFF_BIAS, db, 1 },
+    };
+    return conv_dnnl_exec(c, g, db != NULL, CONV_PRIM_BWD_WEIGHTS, blocked, db ? 4 : 3, io);
+}
+
+int nn_conv_backward_data_dnnl(const struct op_call *c, const struct nn_geom *g, const float *dy,
+                               const float *w, float *dx, int blocked)
+{
+    return conv_backward_data_dnnl(c, g, dy, w, dx, blocked);
+}
+
+int nn_conv_backward_weights_dnnl(const struct op_call *c, const struct nn_geom *g, const float *x,
+                                  const float *dy, float *dw, float *db, int blocked)
+{
+    return conv_backward_weights_dnnl(c, g, x, dy, dw, db, blocked);
+}
+
+/* dx = W^T dy per image and group (a GEMM into columns), then col2im. */
+int nn_conv_backward_data_gemm(const struct op_call *c, const struct nn_geom *g, const float *dy,
+                               const float *w, float *dx)
+{
+    const int64_t cg = g->c / g->group, mg = g->m / g->group;
+    const int64_t K = nn_geom_k_size(g), outsz = nn_geom_out_size(g), insz = nn_geom_in_size(g);
+    const int pointwise = nn_geom_is_pointwise(g);
+    float *col = NULL;
+    if (!pointwise) {
+        col = nn_scratch_alloc(c, sizeof(float) * (size_t)(cg * K * outsz));
+        if (!col)
+            return op_error(c, "cannot get %lld bytes of col2im scratch",
+                            (long long)(sizeof(float) * cg * K * outsz));
+        memset(dx, 0, sizeof(float) * (size_t)(g->n * g->c * insz));
+    }
+    for (int64_t n = 0; n < g->n; n++)
+        for (int64_t gi = 0; gi < g->group; gi++) {
+            const float *dyg = dy + (n * g->m + gi * mg) * outsz;
+            const float *wg = w + gi * mg * cg * K;
+            float *dxg = dx + (n * g->c + gi * cg) * insz;
+            if (pointwise) {
+                nn_sgemm(1, 0, cg, outsz, mg, 1.0f, wg, cg, dyg, outsz, 0.0f, dxg, insz);
+            } else {
+                nn_sgemm(1, 0, cg * K, outsz, mg, 1.0f, wg, cg * K, dyg, outsz, 0.0f, col, outsz);
+                nn_col2im(g, col, cg, dxg);
+            }
+        }
+    nn_scratch_free(c, col);
+    return 0;
+}
+
+/* dW_g = sum over images of dy_g im2col(x_g)^T, accumulated image by image
+ * in order; db = sum of dy per output channel. */
+int nn_conv_backward_weights_gemm(const struct op_call *c, const struct nn_geom *g, const float *x,
+                                  const float *dy, float *dw, float *db)
+{
+    const int64_t cg = g->c / g->group, mg = g->m / g->group;
+    const int64_t K = nn_geom_k_size(g), outsz = nn_geom_out_size(g), insz = nn_geom_in_size(g);
+    const int pointwise = nn_geom_is_pointwise(g);
+    float *col = NULL;
+    if (!pointwise) {
+        col = nn_scratch_alloc(c, sizeof(float) * (size_t)(cg * K * outsz));
+        if (!col)
+            return op_error(c, "cannot get %lld bytes of im2col scratch",
+                            (long long)(sizeof(float) * cg * K * outsz));
+    }
+    memset(dw, 0, sizeof(float) * (size_t)(g->m * cg * K));
+    for (int64_t n = 0; n < g->n; n++)
+        for (int64_t gi = 0; gi < g->group; gi++) {
+            const float *xg = x + (n * g->c + gi * cg) * insz;
+            const float *dyg = dy + (n * g->m + gi * mg) * outsz;
+            const float *bmat = xg;
+            if (!pointwise) {
+                nn_im2col(g, xg, cg, col);
+                bmat = col;
+            }
+            nn_sgemm(0, 1, mg, cg * K, outsz, 1.0f, dyg, outsz, bmat, outsz, 1.0f,
+                     dw + gi * mg * cg * K, cg * K);
+        }
+    nn_scratch_free(c, col);
+    if (db) {
+#pragma omp parallel for schedule(static) if (g->n * g->m * outsz > 65536)
+        for (int64_t o = 0; o < g->m; o++) {
+            double sum = 0.0;
+            for (int64_t n = 0; n < g->n; n++) {
+                const float *p = dy + (n * g->m + o) * outsz;
+                for (int64_t i = 0; i < outsz; i++)
+                    sum += p[i];
+            }
+            db[o] = (float)sum;
+        }
+    }
+    return 0;
+}
+
+/* Path choice for the backward kernels: see the measurements above
+ * nn_conv_backward_data (the same rule as the forward's unless they say
+ * otherwise). */
+static int conv_bwd_blocked(const struct nn_geom *g)
+{
+    return g->group > 1 || (nn_geom_k_size(g) > 1 && g->n * nn_geom_out_size(g) >= 196);
+}
+
+int nn_conv_backward_data(const struct op_call *c, const struct nn_geom *g, const float *dy,
+                          const float *w, float *dx)
+{
+    if (conv_backward_data_dnnl(c, g, dy, w, dx, conv_bwd_blocked(g)) == 0)
+        return 0;
+    return nn_conv_backward_data_gemm(c, g, dy, w, dx);
+}
+
+int nn_conv_backward_weights(const struct op_call *c, const struct nn_geom *g, const float *x,
+                             const float *dy, float *dw, float *db)
+{
+    if (conv_backward_weights_dnnl(c, g, x, dy, dw, db, conv_bwd_blocked(g)) == 0)
+        return 0;
+    return nn_conv_backward_weights_gemm(c, g, x, dy, dw, db);
 }
 
 /* ---- the Conv operator ------------------------------------------------------ */
@@ -623,9 +805,231 @@ static int conv_cpu(struct op_call *c)
                            c->out[0]->data);
 }
 
+
+/* ---- gradients ---------------------------------------------------------------
+ * Conv's backward is two calls in the dtrexec domain on the forward's
+ * resolved geometry, given as explicit attributes (pads resolved, no
+ * auto_pad), so that they need nothing of the forward node:
+ *   ConvGradData(dy, W; strides, dilations, pads, group, kernel_shape, shape = X's dims) -> dX
+ *   ConvGradWeight(X, dy; the same, shape = W's dims) -> dW [, dB]
+ * Both are deterministic: oneDNN's primitives are cached per thread count
+ * (a fixed work split) and our GEMM path reduces in a fixed order. */
+
+void nn_geom_attrs_make(const struct nn_geom *g, int n_shape, const int64_t *shape,
+                        struct nn_geom_attrs *at)
+{
+    int nsp = (int)g->nsp;
+    for (int i = 0; i < nsp; i++) {
+        int j = 3 - nsp + i;
+        at->strides[i] = g->stride[j];
+        at->dilations[i] = g->dil[j];
+        at->kernel[i] = g->k[j];
+        at->pads[i] = g->pad_lo[j];
+        at->pads[nsp + i] = g->pad_hi[j];
+    }
+    for (int i = 0; i < n_shape; i++)
+        at->shape[i] = shape[i];
+    at->a[0] = (struct onnx_attr){ .name = "strides", .type = ONNX_ATTR_INTS, .n = nsp, .ints = at->strides };
+    at->a[1] = (struct onnx_attr){ .name = "dilations", .type = ONNX_ATTR_INTS, .n = nsp, .ints = at->dilations };
+    at->a[2] = (struct onnx_attr){ .name = "pads", .type = ONNX_ATTR_INTS, .n = 2 * nsp, .ints = at->pads };
+    at->a[3] = (struct onnx_attr){ .name = "kernel_shape", .type = ONNX_ATTR_INTS, .n = nsp, .ints = at->kernel };
+    at->a[4] = (struct onnx_attr){ .name = "group", .type = ONNX_ATTR_INT, .i = g->group };
+    at->a[5] = (struct onnx_attr){ .name = "shape", .type = ONNX_ATTR_INTS, .n = n_shape, .ints = at->shape };
+    at->n = 6;
+}
+
+static int conv_grad(struct grad_ctx *g)
+{
+    if (g->dy[0] < 0)
+        return 0;
+    const struct op_call *f = g->fwd;
+    struct nn_geom geo;
+    if (conv_geom(f, &geo))
+        return grad_error(g, "%s", f->env && f->env->err ? f->env->err : "bad geometry");
+    const struct tensor *x = f->in[0], *w = f->in[1];
+    int has_b = f->n_in > 2 && f->in[2] && g->need_dx[2];
+    struct nn_geom_attrs at;
+    if (g->need_dx[0]) {
+        nn_geom_attrs_make(&geo, x->rank, x->dims, &at);
+        int in[2] = { g->dy[0], g->in[1] }, dx;
+        if (g->emit(g, "ConvGradData", at.a, at.n, 2, in, 1, &dx) || g->add_dx(g, 0, dx))
+            return -1;
+    }
+    if (g->need_dx[1] || has_b) {
+        nn_geom_attrs_make(&geo, w->rank, w->dims, &at);
+        int in[2] = { g->in[0], g->dy[0] }, out[2];
+        if (g->emit(g, "ConvGradWeight", at.a, at.n, 2, in, has_b ? 2 : 1, out))
+            return -1;
+        if (g->need_dx[1] && g->add_dx(g, 1, out[0]))
+            return -1;
+        if (has_b && g->add_dx(g, 2, out[1]))
+            return -1;
+    }
+    return 0;
+}
+
+struct conv_grad_params {
+    struct conv_params conv;
+    int n_shape;
+    int64_t shape[NN_MAX_SPATIAL + 2];
+};
+
+static int conv_grad_parse(const struct onnx_node *node, int version, void **params,
+                           char *err, size_t err_size)
+{
+    void *cp = NULL;
+    if (conv_parse(node, version, &cp, err, err_size))
+        return -1;
+    struct conv_grad_params *p = calloc(1, sizeof *p);
+    if (!p) {
+        free(cp);
+        snprintf(err, err_size, "node '%s' (%s): out of memory", node->name, node->op_type);
+        return -1;
+    }
+    p->conv = *(struct conv_params *)cp;
+    free(cp);
+    p->n_shape = onnx_node_attr_ints(node, "shape", p->shape, NN_MAX_SPATIAL + 2);
+    if (p->n_shape < 3) {
+        snprintf(err, err_size, "node '%s' (%s): attribute shape must list 3 to %d dims",
+                 node->name, node->op_type, NN_MAX_SPATIAL + 2);
+        free(p);
+        return -1;
+    }
+    *params = p;
+    return 0;
+}
+
+/* Geometry of a gradient call from X's dims, W's dims and dy, checked. */
+static int conv_grad_geom(const struct op_call *c, const struct tensor *x, const struct tensor *w,
+                          const struct tensor *dy, struct nn_geom *g)
+{
+    const struct conv_grad_params *p = c->params;
+    char d1[128], d2[128], d3[128];
+    if (x->rank != w->rank || dy->rank != x->rank)
+        goto bad;
+    if (nn_geom_resolve(c, &p->conv.w, x, w->dims + 2, 0, g))
+        return -1;
+    g->n = x->dims[0];
+    g->c = x->dims[1];
+    g->m = w->dims[0];
+    g->group = p->conv.group;
+    if (g->c % g->group || g->m % g->group || w->dims[1] != g->c / g->group
+        || dy->dims[0] != g->n || dy->dims[1] != g->m)
+        goto bad;
+    for (int i = 0; i < g->nsp; i++)
+        if (dy->dims[2 + i] != g->out[3 - g->nsp + i])
+            goto bad;
+    return 0;
+bad:
+    return op_error(c, "X %s, W %s and dY %s do not fit one convolution of group %lld",
+                    tensor_describe(x, d1, sizeof d1), tensor_describe(w, d2, sizeof d2),
+                    tensor_describe(dy, d3, sizeof d3), (long long)p->conv.group);
+}
+
+static int conv_grad_check_float(const struct op_call *c)
+{
+    for (int i = 0; i < 2; i++)
+        if (c->in[i]->dtype != ONNX_DTYPE_FLOAT)
+            return op_error(c, "only float32 is supported, input %d is %s", i,
+                            onnx_dtype_name(c->in[i]->dtype));
+    return 0;
+}
+
+/* The shape attribute as a tensor (dims only). */
+static struct tensor conv_grad_shape(const struct op_call *c)
+{
+    const struct conv_grad_params *p = c->params;
+    struct tensor t = { .dtype = ONNX_DTYPE_FLOAT, .rank = p->n_shape };
+    memcpy(t.dims, p->shape, sizeof(int64_t) * (size_t)p->n_shape);
+    return t;
+}
+
+static int conv_grad_data_infer(struct op_call *c)
+{
+    struct nn_geom g;
+    struct tensor xs = conv_grad_shape(c);
+    if (conv_grad_check_float(c) || conv_grad_geom(c, &xs, c->in[1], c->in[0], &g))
+        return -1;
+    struct tensor *dx = c->out[0];
+    *dx = xs;
+    dx->data = NULL;
+    return 0;
+}
+
+static int conv_grad_weight_infer(struct op_call *c)
+{
+    struct nn_geom g;
+    struct tensor ws = conv_grad_shape(c);
+    if (conv_grad_check_float(c) || conv_grad_geom(c, c->in[0], &ws, c->in[1], &g))
+        return -1;
+    struct tensor *dw = c->out[0];
+    *dw = ws;
+    dw->data = NULL;
+    if (c->n_out > 1 && c->out[1])
+        *c->out[1] = (struct tensor){ .dtype = ONNX_DTYPE_FLOAT, .rank = 1, .dims = { g.m } };
+    return 0;
+}
+
+/* Both are as much arithmetic as the forward: one product per (output
+ * element, weight tap of its group). */
+static struct op_cost conv_grad_cost(const struct op_call *c)
+{
+    struct op_cost cost = cost_memory(c);
+    const struct conv_grad_params *p = c->params;
+    const struct tensor *dy = c->in[!strcmp(c->def->name, "ConvGradData") ? 0 : 1];
+    const struct tensor *x = !strcmp(c->def->name, "ConvGradData") ? NULL : c->in[0];
+    double per = 1.0;
+    if (x) {
+        per = (double)(x->dims[1] / (p->conv.group ? p->conv.group : 1));
+        for (int i = 2; i < p->n_shape; i++)
+            per *= (double)p->shape[i];
+    } else {
+        const struct tensor *w = c->in[1];
+        for (int i = 1; i < w->rank; i++)
+            per *= (double)w->dims[i];
+    }
+    cost.flops = 2.0 * per * (double)tensor_numel(dy);
+    return cost;
+}
+
+static int conv_grad_data_cpu(struct op_call *c)
+{
+    struct nn_geom g;
+    struct tensor xs = conv_grad_shape(c);
+    if (conv_grad_geom(c, &xs, c->in[1], c->in[0], &g))
+        return -1;
+    return nn_conv_backward_data(c, &g, c->in[0]->data, c->in[1]->data, c->out[0]->data);
+}
+
+static int conv_grad_weight_cpu(struct op_call *c)
+{
+    struct nn_geom g;
+    struct tensor ws = conv_grad_shape(c);
+    if (conv_grad_geom(c, c->in[0], &ws, c->in[1], &g))
+        return -1;
+    float *db = c->n_out > 1 && c->out[1] ? c->out[1]->data : NULL;
+    return nn_conv_backward_weights(c, &g, c->in[0]->data, c->in[1]->data, c->out[0]->data, db);
+}
+
 const struct op_def op_conv = {
     .domain = "", .name = "Conv", .since = { 1, 11, 22 },
     .min_in = 2, .max_in = 3, .min_out = 1, .max_out = 1,
     .parse = conv_parse, .infer = conv_infer, .cost = conv_cost,
     .kernel = { [BACKEND_CPU] = conv_cpu },
+    .grad = conv_grad,
+    .grad_saves_in = (1u << 0) | (1u << 1),
+};
+
+const struct op_def op_conv_grad_data = {
+    .domain = "dtrexec", .name = "ConvGradData", .since = { 1 },
+    .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
+    .parse = conv_grad_parse, .infer = conv_grad_data_infer, .cost = conv_grad_cost,
+    .kernel = { [BACKEND_CPU] = conv_grad_data_cpu },
+};
+
+const struct op_def op_conv_grad_weight = {
+    .domain = "dtrexec", .name = "ConvGradWeight", .since = { 1 },
+    .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 2,
+    .parse = conv_grad_parse, .infer = conv_grad_weight_infer, .cost = conv_grad_cost,
+    .kernel = { [BACKEND_CPU] = conv_grad_weight_cpu },
 };

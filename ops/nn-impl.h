@@ -118,6 +118,38 @@ int nn_conv_forward_dnnl_blocked(const struct op_call *c, const struct nn_geom *
                                  const float *x, const float *w, const float *b, float *y);
 const char *nn_conv_dnnl_impl(const struct nn_geom *g, int has_bias, int blocked);
 
+/* Convolution backward, the adjoints of nn_conv_forward on the same geometry:
+ * dx[n, c, in] = sum over (m, k) of w * dy (dx overwritten);
+ * dw[m, c/group, k] = sum over (n, out) of dy * x, db[m] = sum over (n, out)
+ * of dy (db may be NULL; both overwritten). oneDNN when it has the shape,
+ * else im2col/col2im + sgemm; see conv.c for the measurements. */
+int nn_conv_backward_data(const struct op_call *c, const struct nn_geom *g, const float *dy,
+                          const float *w, float *dx);
+int nn_conv_backward_weights(const struct op_call *c, const struct nn_geom *g, const float *x,
+                             const float *dy, float *dw, float *db);
+/* The paths, forced (tests and measurements). */
+int nn_conv_backward_data_gemm(const struct op_call *c, const struct nn_geom *g, const float *dy,
+                               const float *w, float *dx);
+int nn_conv_backward_weights_gemm(const struct op_call *c, const struct nn_geom *g, const float *x,
+                                  const float *dy, float *dw, float *db);
+int nn_conv_backward_data_dnnl(const struct op_call *c, const struct nn_geom *g, const float *dy,
+                               const float *w, float *dx, int blocked);
+int nn_conv_backward_weights_dnnl(const struct op_call *c, const struct nn_geom *g, const float *x,
+                                  const float *dy, float *dw, float *db, int blocked);
+
+/* Attributes that pin a resolved geometry for an emitted gradient call
+ * (ConvGradData/ConvGradWeight, pooling gradients): strides, dilations,
+ * explicit pads, kernel_shape, group and a `shape` (a tensor's dims). The
+ * onnx_attr array points into the struct, so keep it alive while emitting. */
+struct nn_geom_attrs {
+    int64_t strides[NN_MAX_SPATIAL], dilations[NN_MAX_SPATIAL], kernel[NN_MAX_SPATIAL];
+    int64_t pads[2 * NN_MAX_SPATIAL], shape[NN_MAX_SPATIAL + 2];
+    struct onnx_attr a[6];
+    int n;
+};
+void nn_geom_attrs_make(const struct nn_geom *g, int n_shape, const int64_t *shape,
+                        struct nn_geom_attrs *at);
+
 /* im2col of one image and one group: col[(ci, kd, kh, kw), (od, oh, ow)],
  * zeros where the window falls into padding. */
 void nn_im2col(const struct nn_geom *g, const float *x, int64_t cg, float *col);

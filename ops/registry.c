@@ -95,6 +95,9 @@
     X(op_pad_grad) \
     X(op_resize_grad) \
     X(op_dropout_grad) \
+    /* gradients: nn */ \
+    X(op_conv_grad_data) \
+    X(op_conv_grad_weight) \
     /* gradients: math */ \
     X(op_relu_grad) \
     X(op_leaky_relu_grad) \
