@@ -4,7 +4,13 @@
  * left to right. Integer arithmetic wraps like numpy; integer division
  * truncates toward zero, and x/0 gives 0 instead of a trap. Versions differ
  * only in the types they admit, and every version here admits float, double
- * and int8..uint64 (opset 6 Max/Min/Sum also accept broadcasting inputs). */
+ * and int8..uint64 (opset 6 Max/Min/Sum also accept broadcasting inputs).
+ *
+ * Gradients (float and double): Add/Sum/Sub pass dy on; Mul and Div emit
+ * Mul/Div plus DivGrad; Pow emits PowGrad per input; Max/Min emit
+ * MaxMinGrad, which routes dy to the first input equal to the output. Every
+ * input gradient is summed back to its input's shape by
+ * grad_add_dx_broadcast. */
 #include <string.h>
 
 #include "ops/elementwise-impl.h"

@@ -6,7 +6,8 @@
  * types we do not hold in memory: string and the packed FLOAT8, INT4/UINT4,
  * INT2/UINT2 and FLOAT4 formats, which are refused with an "unsupported"
  * error (so is the float8-only `saturate` attribute's effect, which never
- * applies to the types here). */
+ * applies to the types here). Between floating types the gradient casts dy
+ * back; casts through integers or bool pass none. */
 #include <string.h>
 
 #include "ops/elementwise-impl.h"

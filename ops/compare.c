@@ -2,7 +2,9 @@
  * Less, Greater, LessOrEqual, GreaterOrEqual) and Where. Versions only widen
  * the admitted types (Equal-19 adds string, which we do not hold in memory);
  * every version here accepts float, double, int8..uint64, and bool for
- * Equal. Where selects by element size, so it serves every dtype. */
+ * Equal. Where selects by element size, so it serves every dtype.
+ * Comparisons are not differentiable; Where's gradient selects dy into the
+ * branch that was taken (the condition gets none). */
 #include <string.h>
 
 #include "ops/elementwise-impl.h"

@@ -14,7 +14,12 @@
  * one contiguous run into one output; when it is kept each step accumulates
  * a contiguous run of inputs into a contiguous run of outputs. Every output
  * is accumulated in increasing input order whatever the thread split, so the
- * result is deterministic. */
+ * result is deterministic.
+ *
+ * Gradients: ReduceSum/ReduceMean reshape dy to the keepdims shape and
+ * Expand it (the mean scales dy by 1/count first, while it is small);
+ * ReduceMax/ReduceMin emit ReduceSelectGrad, which gives each output's dy
+ * to the first element of its group equal to the output. */
 #include <stdlib.h>
 #include <string.h>
 

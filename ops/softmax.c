@@ -5,7 +5,8 @@
  * [outer, len, inner] with the reduction over len: inner == 1 is a
  * contiguous row; otherwise columns are processed in blocks of SM_BLOCK so
  * that the loops over a block stay contiguous and vectorise. The maximum is
- * subtracted first, so large inputs do not overflow. */
+ * subtracted first, so large inputs do not overflow. The gradient kernels
+ * SoftmaxGrad and LogSoftmaxGrad read the output Y and use the same rows. */
 /* Lets GCC if-convert the clamps in ew_expf and vectorise the loops around
  * it: with trapping math on, speculating an FP op that "might trap" is not
  * allowed. We never unmask FP exceptions, so results are unchanged. */

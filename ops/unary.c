@@ -4,7 +4,11 @@
  * widened their type lists (Relu-14 added signed integers, Clip-12 all
  * numeric types) except Clip, whose bounds are attributes before opset 11 and
  * optional scalar inputs from 11 on. float and double are computed in their
- * own precision through <tgmath.h>. */
+ * own precision through <tgmath.h>.
+ *
+ * Gradients: one dtrexec-domain kernel per op (ReluGrad, SigmoidGrad, ...,
+ * ClipGrad) over (dy, Y) where Y gives the derivative, else (dy, X); Exp,
+ * Log and Neg reuse Mul, Div and Neg. Not has none. */
 /* Lets GCC if-convert the clamps in ew_expf and vectorise the loops around
  * it: with trapping math on, speculating an FP op that "might trap" is not
  * allowed. We never unmask FP exceptions, so results are unchanged. */
