@@ -98,6 +98,7 @@
     /* gradients: nn */ \
     X(op_conv_grad_data) \
     X(op_conv_grad_weight) \
+    X(op_matmul_trans) \
     /* gradients: math */ \
     X(op_relu_grad) \
     X(op_leaky_relu_grad) \

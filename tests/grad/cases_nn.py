@@ -1,0 +1,91 @@
+"""Gradient checks of the nn family (ops/conv.c, conv_transpose.c, gemm.c,
+pool.c, batch_norm.c, layer_norm.c): Conv in 1-D/2-D/3-D with groups,
+depthwise, strides, dilations, asymmetric pads and auto_pad; ConvTranspose
+with strides, output_padding, groups and output_shape; Gemm in all four
+transpose combinations with alpha/beta and every C broadcast; MatMul with
+1-D operands and broadcast batches; MaxPool on inputs without ties (so the
+argmax, and the gradient, is stable under the finite-difference steps);
+AveragePool with and without padding in the count, ceil_mode;
+GlobalAveragePool; BatchNormalization in training (gradcheck runs every
+forward with env->training = 1, so the batch statistics are used
+consistently) and LayerNormalization over various axes with broadcast
+Scale/B."""
+import numpy as np
+from onnx import helper
+
+from gradutil import graph_model, rand, single_op
+
+CASES = []
+
+
+def case(name, model, args=None):
+    c = {"name": name, "model": model}
+    if args:
+        c["args"] = args
+    CASES.append(c)
+
+
+def no_ties(*shape, gap=0.05):
+    """Values that are pairwise at least `gap` apart (a shuffled ramp), so
+    that a max never changes under +-eps steps."""
+    n = int(np.prod(shape))
+    v = (np.arange(n) - n / 2) * gap
+    return np.random.default_rng(n).permutation(v).reshape(shape).astype(np.float32)
+
+
+# ---- Conv ----------------------------------------------------------------------
+def conv(name, x, w, b=None, **attrs):
+    ins = [("x", x), ("w", w)] + ([("b", b)] if b is not None else [])
+    case("conv_" + name, single_op("Conv", ins, attrs=attrs))
+
+
+conv("1d", rand(2, 3, 7), rand(4, 3, 3), rand(4))
+conv("1d_stride_pad", rand(1, 2, 9), rand(3, 2, 2), strides=[2], pads=[1, 0])
+conv("2d_basic", rand(2, 3, 5, 5), rand(4, 3, 3, 3), rand(4))
+conv("2d_pointwise", rand(2, 5, 4, 3), rand(6, 5, 1, 1), rand(6))
+conv("2d_group2_stride2", rand(2, 4, 7, 6), rand(6, 2, 3, 3), rand(6), group=2, strides=[2, 2])
+conv("2d_depthwise", rand(2, 4, 6, 6), rand(4, 1, 3, 3), rand(4), group=4, pads=[1, 1, 1, 1])
+conv("2d_depthwise_mult", rand(1, 3, 5, 5), rand(6, 1, 3, 3), group=3)
+conv("2d_dilation2", rand(1, 2, 8, 7), rand(3, 2, 3, 2), dilations=[2, 2], pads=[1, 0, 2, 1])
+conv("2d_asym_pads", rand(2, 2, 5, 6), rand(3, 2, 3, 3), rand(3), pads=[0, 1, 2, 0])
+conv("2d_same_upper", rand(1, 3, 6, 5), rand(2, 3, 3, 2), auto_pad="SAME_UPPER", strides=[2, 1])
+conv("2d_same_lower", rand(1, 2, 5, 5), rand(2, 2, 2, 2), auto_pad="SAME_LOWER")
+conv("2d_valid", rand(1, 2, 6, 6), rand(2, 2, 3, 3), auto_pad="VALID", strides=[2, 2])
+conv("2d_big_blocked", rand(2, 16, 14, 14), rand(16, 16, 3, 3), rand(16), pads=[1, 1, 1, 1])
+conv("3d", rand(1, 2, 4, 5, 4), rand(3, 2, 2, 3, 2), rand(3), pads=[0, 1, 0, 1, 0, 1])
+conv("3d_group_stride", rand(1, 4, 5, 5, 5), rand(4, 2, 3, 3, 3), group=2, strides=[2, 2, 1])
+# the same weights used by two convolutions: the weight gradients accumulate
+case("conv_shared_weight", graph_model(
+    [helper.make_node("Conv", ["x", "w"], ["h"], pads=[1, 1, 1, 1]),
+     helper.make_node("Conv", ["h", "w"], ["y"], strides=[2, 2])],
+    {"x": rand(1, 3, 6, 6), "w": rand(3, 3, 3, 3)}, ["y"]))
+
+# ---- Gemm ----------------------------------------------------------------------
+M, K, N = 3, 4, 5
+for ta in (0, 1):
+    for tb in (0, 1):
+        a = rand(K, M) if ta else rand(M, K)
+        b = rand(N, K) if tb else rand(K, N)
+        for cname, cshape in (("cN", (N,)), ("c1N", (1, N)), ("cMN", (M, N)), ("cscalar", ()),
+                              ("cM1", (M, 1))):
+            case(f"gemm_ta{ta}_tb{tb}_{cname}",
+                 single_op("Gemm", [("a", a), ("b", b), ("c", rand(*cshape))],
+                           attrs={"transA": ta, "transB": tb, "alpha": 0.7, "beta": 1.3}))
+        case(f"gemm_ta{ta}_tb{tb}_noc", single_op("Gemm", [("a", a), ("b", b)],
+                                                  attrs={"transA": ta, "transB": tb, "alpha": -1.5}))
+case("gemm_beta1_default", single_op("Gemm", [("a", rand(2, 3)), ("b", rand(3, 4)), ("c", rand(4))]))
+
+# ---- MatMul --------------------------------------------------------------------
+for name, sa, sb in (
+        ("2d", (3, 4), (4, 5)),
+        ("1d_2d", (4,), (4, 3)),
+        ("2d_1d", (3, 4), (4,)),
+        ("1d_1d", (4,), (4,)),
+        ("1d_3d", (4,), (2, 4, 3)),
+        ("3d_1d", (2, 3, 4), (4,)),
+        ("batched", (2, 3, 4), (2, 4, 5)),
+        ("batch_shared_b", (2, 3, 3, 4), (4, 5)),
+        ("batch_shared_a", (3, 4), (2, 4, 5)),
+        ("batch_bcast", (2, 1, 3, 4), (3, 4, 2)),
+        ("batch_bcast_both", (1, 3, 2, 4), (2, 1, 4, 3))):
+    case("matmul_" + name, single_op("MatMul", [("a", rand(*sa)), ("b", rand(*sb))]))
