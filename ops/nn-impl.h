@@ -170,6 +170,11 @@ int nn_avgpool_forward(const struct op_call *c, const struct nn_geom *g,
 int nn_pool_forward_dnnl(const struct op_call *c, const struct nn_geom *g, enum nn_pool_kind kind,
                          const float *x, float *y);
 
+/* Pooling backward (dx overwritten): max routes each dy to its window's
+ * first maximum in window order (the forward's rule); average spreads dy / count. */
+void nn_maxpool_backward(const struct nn_geom *g, const float *x, const float *dy, float *dx);
+void nn_avgpool_backward(const struct nn_geom *g, int count_include_pad, const float *dy, float *dx);
+
 /* Batch normalization, inference: y = (x - mean) / sqrt(var + eps) * scale + bias.
  * x, y: [n, ch, spatial]. */
 void nn_batchnorm_inference(int64_t n, int64_t ch, int64_t spatial, const float *x,

@@ -319,19 +319,7 @@ static int avgpool_cpu(struct op_call *c)
     return nn_avgpool_forward(c, &g, p->count_include_pad, c->in[0]->data, c->out[0]->data);
 }
 
-const struct op_def op_max_pool = {
-    .domain = "", .name = "MaxPool", .since = { 1, 8, 10, 11, 12, 22 },
-    .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 2,
-    .parse = pool_parse, .infer = pool_infer, .cost = pool_cost,
-    .kernel = { [BACKEND_CPU] = maxpool_cpu },
-};
 
-const struct op_def op_average_pool = {
-    .domain = "", .name = "AveragePool", .since = { 7, 10, 11, 19, 22 },
-    .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
-    .parse = pool_parse, .infer = pool_infer, .cost = pool_cost,
-    .kernel = { [BACKEND_CPU] = avgpool_cpu },
-};
 
 /* ---- GlobalAveragePool -------------------------------------------------------- */
 
@@ -377,9 +365,282 @@ static int gap_cpu(struct op_call *c)
     return 0;
 }
 
+/* ---- gradients ----------------------------------------------------------------
+ * MaxPoolGrad(dY, X) and AveragePoolGrad(dY) in the dtrexec domain, on the
+ * forward's resolved geometry given as explicit attributes (strides,
+ * dilations, pads, kernel_shape, ceil_mode, count_include_pad, shape = X's
+ * dims). MaxPoolGrad finds each window's maximum again with the forward's own
+ * rule — taps in window order, a later tap wins only when strictly greater,
+ * so ties go to the first — and routes dY there. Both walk one N*C plane per
+ * iteration (planes are independent, windows in a fixed order):
+ * deterministic. */
+
+void nn_maxpool_backward(const struct nn_geom *g, const float *x, const float *dy, float *dx)
+{
+    const int64_t planes = g->n * g->c, insz = nn_geom_in_size(g), outsz = nn_geom_out_size(g);
+#pragma omp parallel for schedule(static) if (planes * outsz > 32768)
+    for (int64_t p = 0; p < planes; p++) {
+        const float *xp = x + p * insz, *dyp = dy + p * outsz;
+        float *dxp = dx + p * insz;
+        memset(dxp, 0, sizeof(float) * (size_t)insz);
+        for (int64_t od = 0; od < g->out[0]; od++) {
+            int64_t d0 = od * g->stride[0] - g->pad_lo[0], dlo, dhi;
+            tap_range(d0, g->dil[0], g->k[0], g->in[0], &dlo, &dhi);
+            for (int64_t oh = 0; oh < g->out[1]; oh++) {
+                int64_t h0 = oh * g->stride[1] - g->pad_lo[1], hlo, hhi;
+                tap_range(h0, g->dil[1], g->k[1], g->in[1], &hlo, &hhi);
+                for (int64_t ow = 0; ow < g->out[2]; ow++) {
+                    int64_t w0 = ow * g->stride[2] - g->pad_lo[2], wlo, whi;
+                    tap_range(w0, g->dil[2], g->k[2], g->in[2], &wlo, &whi);
+                    float best = -FLT_MAX;
+                    int64_t arg = -1;
+                    for (int64_t kd = dlo; kd < dhi; kd++) {
+                        int64_t id = d0 + kd * g->dil[0];
+                        for (int64_t kh = hlo; kh < hhi; kh++) {
+                            int64_t row = (id * g->in[1] + h0 + kh * g->dil[1]) * g->in[2];
+                            for (int64_t kw = wlo; kw < whi; kw++) {
+                                int64_t i = row + w0 + kw * g->dil[2];
+                                if (arg < 0 || xp[i] > best) {
+                                    best = xp[i];
+                                    arg = i;
+                                }
+                            }
+                        }
+                    }
+                    if (arg >= 0)
+                        dxp[arg] += dyp[(od * g->out[1] + oh) * g->out[2] + ow];
+                }
+            }
+        }
+    }
+}
+
+void nn_avgpool_backward(const struct nn_geom *g, int count_include_pad, const float *dy, float *dx)
+{
+    const int64_t planes = g->n * g->c, insz = nn_geom_in_size(g), outsz = nn_geom_out_size(g);
+#pragma omp parallel for schedule(static) if (planes * outsz > 32768)
+    for (int64_t p = 0; p < planes; p++) {
+        const float *dyp = dy + p * outsz;
+        float *dxp = dx + p * insz;
+        memset(dxp, 0, sizeof(float) * (size_t)insz);
+        for (int64_t od = 0; od < g->out[0]; od++) {
+            int64_t d0 = od * g->stride[0] - g->pad_lo[0], dlo, dhi, dplo, dphi;
+            tap_range(d0, g->dil[0], g->k[0], g->in[0], &dlo, &dhi);
+            tap_range(d0 + g->pad_lo[0], g->dil[0], g->k[0], g->in[0] + g->pad_lo[0] + g->pad_hi[0],
+                      &dplo, &dphi);
+            for (int64_t oh = 0; oh < g->out[1]; oh++) {
+                int64_t h0 = oh * g->stride[1] - g->pad_lo[1], hlo, hhi, hplo, hphi;
+                tap_range(h0, g->dil[1], g->k[1], g->in[1], &hlo, &hhi);
+                tap_range(h0 + g->pad_lo[1], g->dil[1], g->k[1], g->in[1] + g->pad_lo[1] + g->pad_hi[1],
+                          &hplo, &hphi);
+                for (int64_t ow = 0; ow < g->out[2]; ow++) {
+                    int64_t w0 = ow * g->stride[2] - g->pad_lo[2], wlo, whi, wplo, wphi;
+                    tap_range(w0, g->dil[2], g->k[2], g->in[2], &wlo, &whi);
+                    tap_range(w0 + g->pad_lo[2], g->dil[2], g->k[2], g->in[2] + g->pad_lo[2] + g->pad_hi[2],
+                              &wplo, &wphi);
+                    int64_t count = count_include_pad
+                        ? (dphi - dplo) * (hphi - hplo) * (wphi - wplo)
+                        : (dhi - dlo) * (hhi - hlo) * (whi - wlo);
+                    if (count <= 0)
+                        continue;
+                    float v = dyp[(od * g->out[1] + oh) * g->out[2] + ow] / (float)count;
+                    for (int64_t kd = dlo; kd < dhi; kd++) {
+                        int64_t id = d0 + kd * g->dil[0];
+                        for (int64_t kh = hlo; kh < hhi; kh++) {
+                            float *row = dxp + (id * g->in[1] + h0 + kh * g->dil[1]) * g->in[2] + w0;
+                            for (int64_t kw = wlo; kw < whi; kw++)
+                                row[kw * g->dil[2]] += v;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+static int pool_grad_emit(struct grad_ctx *g, const char *op, int with_x)
+{
+    if (g->dy[0] < 0 || !g->need_dx[0])
+        return 0;
+    const struct op_call *f = g->fwd;
+    const struct pool_params *p = f->params;
+    const struct tensor *x = f->in[0];
+    struct nn_geom geo;
+    if (pool_geom(f, &geo))
+        return grad_error(g, "%s", f->env && f->env->err ? f->env->err : "bad geometry");
+    struct nn_geom_attrs at;
+    nn_geom_attrs_make(&geo, x->rank, x->dims, &at);
+    struct onnx_attr a[8];
+    memcpy(a, at.a, sizeof(struct onnx_attr) * (size_t)at.n);
+    int n = at.n;
+    a[n++] = (struct onnx_attr){ .name = "ceil_mode", .type = ONNX_ATTR_INT, .i = p->w.ceil_mode };
+    a[n++] = (struct onnx_attr){ .name = "count_include_pad", .type = ONNX_ATTR_INT,
+                                 .i = p->count_include_pad };
+    int in[2] = { g->dy[0], g->in[0] }, dx;
+    if (g->emit(g, op, a, n, with_x ? 2 : 1, in, 1, &dx))
+        return -1;
+    return g->add_dx(g, 0, dx);
+}
+
+static int maxpool_grad(struct grad_ctx *g) { return pool_grad_emit(g, "MaxPoolGrad", 1); }
+static int avgpool_grad(struct grad_ctx *g) { return pool_grad_emit(g, "AveragePoolGrad", 0); }
+
+/* dX = dY / (spatial size), broadcast over the plane: a scalar Mul on the
+ * small dY, then one Expand. */
+static int gap_grad(struct grad_ctx *g)
+{
+    if (g->dy[0] < 0 || !g->need_dx[0])
+        return 0;
+    const struct tensor *x = g->fwd->in[0];
+    int64_t planes = x->dims[0] * x->dims[1];
+    float inv = planes && tensor_numel(x) ? (float)((double)planes / (double)tensor_numel(x)) : 0.0f;
+    struct tensor t = { .dtype = ONNX_DTYPE_FLOAT, .rank = 0, .data = &inv };
+    int in[2] = { g->dy[0], g->constant(g, &t) }, scaled, dx;
+    if (in[1] < 0 || g->emit(g, "Mul", NULL, 0, 2, in, 1, &scaled))
+        return -1;
+    int64_t dims[TENSOR_MAX_RANK];
+    memcpy(dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
+    int ex[2] = { scaled, grad_const_i64(g, x->rank, dims) };
+    if (ex[1] < 0 || g->emit(g, "Expand", NULL, 0, 2, ex, 1, &dx))
+        return -1;
+    return g->add_dx(g, 0, dx);
+}
+
+struct pool_grad_params {
+    struct pool_params pool;
+    int n_shape;
+    int64_t shape[NN_MAX_SPATIAL + 2];
+};
+
+static int pool_grad_parse(const struct onnx_node *node, int version, void **params,
+                           char *err, size_t err_size)
+{
+    void *pp = NULL;
+    if (pool_parse(node, version, &pp, err, err_size))
+        return -1;
+    struct pool_grad_params *p = calloc(1, sizeof *p);
+    if (!p) {
+        free(pp);
+        snprintf(err, err_size, "node '%s' (%s): out of memory", node->name, node->op_type);
+        return -1;
+    }
+    p->pool = *(struct pool_params *)pp;
+    free(pp);
+    p->n_shape = onnx_node_attr_ints(node, "shape", p->shape, NN_MAX_SPATIAL + 2);
+    if (p->n_shape < 3) {
+        snprintf(err, err_size, "node '%s' (%s): attribute shape must list 3 to %d dims",
+                 node->name, node->op_type, NN_MAX_SPATIAL + 2);
+        free(p);
+        return -1;
+    }
+    *params = p;
+    return 0;
+}
+
+/* Geometry from the shape attribute, checked against dY (and X). */
+static int pool_grad_geom(const struct op_call *c, struct nn_geom *g)
+{
+    const struct pool_grad_params *p = c->params;
+    const struct tensor *dy = c->in[0], *x = c->n_in > 1 ? c->in[1] : NULL;
+    struct tensor xs = { .dtype = ONNX_DTYPE_FLOAT, .rank = p->n_shape };
+    memcpy(xs.dims, p->shape, sizeof(int64_t) * (size_t)p->n_shape);
+    char d1[128], d2[128];
+    if (dy->dtype != ONNX_DTYPE_FLOAT || (x && x->dtype != ONNX_DTYPE_FLOAT))
+        return op_error(c, "only float32 is supported, dY is %s", onnx_dtype_name(dy->dtype));
+    if (x && !tensor_same_shape(x, &xs))
+        return op_error(c, "X %s differs from the shape attribute %s",
+                        tensor_describe(x, d1, sizeof d1), tensor_describe(&xs, d2, sizeof d2));
+    if (nn_geom_resolve(c, &p->pool.w, &xs, p->pool.w.kernel, 1, g))
+        return -1;
+    g->n = xs.dims[0];
+    g->c = g->m = xs.dims[1];
+    g->group = 1;
+    int ok = dy->rank == xs.rank && dy->dims[0] == g->n && dy->dims[1] == g->c;
+    for (int i = 0; ok && i < g->nsp; i++)
+        ok = dy->dims[2 + i] == g->out[3 - g->nsp + i];
+    if (!ok)
+        return op_error(c, "dY %s is not the pooled shape of %s", tensor_describe(dy, d1, sizeof d1),
+                        tensor_describe(&xs, d2, sizeof d2));
+    return 0;
+}
+
+static int pool_grad_infer(struct op_call *c)
+{
+    struct nn_geom g;
+    if (pool_grad_geom(c, &g))
+        return -1;
+    const struct pool_grad_params *p = c->params;
+    struct tensor *dx = c->out[0];
+    *dx = (struct tensor){ .dtype = ONNX_DTYPE_FLOAT, .rank = p->n_shape };
+    memcpy(dx->dims, p->shape, sizeof(int64_t) * (size_t)p->n_shape);
+    return 0;
+}
+
+static struct op_cost pool_grad_cost(const struct op_call *c)
+{
+    struct op_cost cost = cost_memory(c);
+    const struct pool_grad_params *p = c->params;
+    double k = 1.0;
+    for (int i = 0; i < p->pool.w.n_kernel; i++)
+        k *= (double)p->pool.w.kernel[i];
+    cost.flops = k * (double)tensor_numel(c->in[0]);
+    return cost;
+}
+
+static int maxpool_grad_cpu(struct op_call *c)
+{
+    struct nn_geom g;
+    if (pool_grad_geom(c, &g))
+        return -1;
+    nn_maxpool_backward(&g, c->in[1]->data, c->in[0]->data, c->out[0]->data);
+    return 0;
+}
+
+static int avgpool_grad_cpu(struct op_call *c)
+{
+    const struct pool_grad_params *p = c->params;
+    struct nn_geom g;
+    if (pool_grad_geom(c, &g))
+        return -1;
+    nn_avgpool_backward(&g, p->pool.count_include_pad, c->in[0]->data, c->out[0]->data);
+    return 0;
+}
+
+const struct op_def op_max_pool = {
+    .domain = "", .name = "MaxPool", .since = { 1, 8, 10, 11, 12, 22 },
+    .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 2,
+    .parse = pool_parse, .infer = pool_infer, .cost = pool_cost,
+    .kernel = { [BACKEND_CPU] = maxpool_cpu },
+    .grad = maxpool_grad,
+    .grad_saves_in = 1u << 0,
+};
+
+const struct op_def op_average_pool = {
+    .domain = "", .name = "AveragePool", .since = { 7, 10, 11, 19, 22 },
+    .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+    .parse = pool_parse, .infer = pool_infer, .cost = pool_cost,
+    .kernel = { [BACKEND_CPU] = avgpool_cpu },
+    .grad = avgpool_grad,
+};
+
 const struct op_def op_global_average_pool = {
     .domain = "", .name = "GlobalAveragePool", .since = { 1, 22 },
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .infer = gap_infer, .cost = gap_cost,
     .kernel = { [BACKEND_CPU] = gap_cpu },
+    .grad = gap_grad,
+};
+
+const struct op_def op_max_pool_grad = {
+    .domain = "dtrexec", .name = "MaxPoolGrad", .since = { 1 },
+    .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
+    .parse = pool_grad_parse, .infer = pool_grad_infer, .cost = pool_grad_cost,
+    .kernel = { [BACKEND_CPU] = maxpool_grad_cpu },
+};
+
+const struct op_def op_average_pool_grad = {
+    .domain = "dtrexec", .name = "AveragePoolGrad", .since = { 1 },
+    .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+    .parse = pool_grad_parse, .infer = pool_grad_infer, .cost = pool_grad_cost,
+    .kernel = { [BACKEND_CPU] = avgpool_grad_cpu },
 };

@@ -99,6 +99,8 @@
     X(op_conv_grad_data) \
     X(op_conv_grad_weight) \
     X(op_matmul_trans) \
+    X(op_max_pool_grad) \
+    X(op_average_pool_grad) \
     /* gradients: math */ \
     X(op_relu_grad) \
     X(op_leaky_relu_grad) \

@@ -89,3 +89,37 @@ for name, sa, sb in (
         ("batch_bcast", (2, 1, 3, 4), (3, 4, 2)),
         ("batch_bcast_both", (1, 3, 2, 4), (2, 1, 4, 3))):
     case("matmul_" + name, single_op("MatMul", [("a", rand(*sa)), ("b", rand(*sb))]))
+
+# ---- MaxPool, AveragePool, GlobalAveragePool -------------------------------------
+def pool(op, name, x, opset=17, **attrs):
+    case(f"{op.lower()}_{name}", single_op(op, [("x", x)], attrs=attrs, opset=opset))
+
+
+pool("MaxPool", "2d_k2s2", no_ties(2, 3, 6, 6), kernel_shape=[2, 2], strides=[2, 2])
+pool("MaxPool", "2d_k3s2_pads", no_ties(1, 2, 7, 7), kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+pool("MaxPool", "2d_overlap_asym", no_ties(1, 2, 6, 5), kernel_shape=[3, 2], pads=[0, 1, 2, 0])
+pool("MaxPool", "2d_dilation", no_ties(1, 2, 7, 7), kernel_shape=[2, 2], dilations=[2, 2])
+pool("MaxPool", "2d_ceil", no_ties(1, 2, 6, 6), kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
+pool("MaxPool", "2d_same_upper", no_ties(1, 2, 5, 5), kernel_shape=[2, 2], auto_pad="SAME_UPPER")
+pool("MaxPool", "1d", no_ties(2, 2, 9), kernel_shape=[3], strides=[2])
+pool("MaxPool", "3d", no_ties(1, 2, 4, 4, 4), kernel_shape=[2, 2, 2], strides=[2, 1, 2])
+# the Indices output present (the float output is the last float one)
+case("maxpool_with_indices", single_op("MaxPool", [("x", no_ties(1, 2, 5, 5))], n_outputs=2, output_index=0,
+                                       attrs={"kernel_shape": [2, 2], "strides": [1, 2]}))
+for cip in (0, 1):
+    pool("AveragePool", f"2d_pads_cip{cip}", rand(2, 2, 5, 5), kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+         count_include_pad=cip)
+    pool("AveragePool", f"2d_ceil_cip{cip}", rand(1, 2, 6, 7), kernel_shape=[3, 2], strides=[2, 2],
+         pads=[1, 0, 0, 1], ceil_mode=1, count_include_pad=cip)
+    pool("AveragePool", f"1d_cip{cip}", rand(1, 3, 8), kernel_shape=[3], strides=[2], pads=[2, 1],
+         count_include_pad=cip)
+    pool("AveragePool", f"3d_cip{cip}", rand(1, 1, 4, 5, 4), kernel_shape=[2, 3, 2], pads=[1, 1, 0, 0, 1, 1],
+         count_include_pad=cip)
+pool("AveragePool", "2d_k2s2", rand(2, 3, 4, 6), kernel_shape=[2, 2], strides=[2, 2])
+pool("AveragePool", "2d_dilation_v19", rand(1, 2, 7, 7), opset=19, kernel_shape=[2, 2], dilations=[2, 2],
+     pads=[1, 1, 0, 0])
+pool("AveragePool", "2d_same_lower", rand(1, 2, 5, 6), kernel_shape=[3, 3], strides=[2, 2],
+     auto_pad="SAME_LOWER")
+case("globalaveragepool_2d", single_op("GlobalAveragePool", [("x", rand(2, 3, 4, 5))]))
+case("globalaveragepool_1d", single_op("GlobalAveragePool", [("x", rand(2, 3, 7))]))
+case("globalaveragepool_3d", single_op("GlobalAveragePool", [("x", rand(1, 2, 3, 2, 4))]))
