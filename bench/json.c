@@ -280,11 +280,11 @@ static int parse_array(struct parser *p, struct json_value *v)
             v->u.array.items = q;
             cap = nc;
         }
-        struct json_value *item = &v->u.array.items[v->u.array.n];
+        struct json_value *item = &v->u.array.items[v->u.array.n++];
+        /* counted before it is parsed, so json_free releases a partial item */
         memset(item, 0, sizeof *item);
         if (parse_value(p, item))
             return -1;
-        v->u.array.n++;
         skip_ws(p);
         if (p->pos >= p->len)
             return perr(p, "unterminated array");

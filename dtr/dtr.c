@@ -598,7 +598,8 @@ static enum dtr_status call_add(struct dtr *d, const struct dtr_call_desc *c, dt
     op->n_out = c->n_outputs;
     op->cost = c->cost;
     op->closure = c->closure;
-    memcpy(d->op_inputs + d->n_op_inputs, c->inputs, c->n_inputs * sizeof *c->inputs);
+    if (c->n_inputs)
+        memcpy(d->op_inputs + d->n_op_inputs, c->inputs, c->n_inputs * sizeof *c->inputs);
     d->n_op_inputs += c->n_inputs;
 
     for (uint32_t k = 0; k < c->n_outputs; k++) {

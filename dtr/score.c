@@ -32,18 +32,20 @@ uint32_t dtr_stamp_next(struct dtr *d)
 
 int dtr_uf_new(struct dtr *d, double value, uint32_t *node)
 {
+    uint32_t old_cap = d->cap_uf;
     if (DTR_GROW(d, d->uf_parent, d->cap_uf, d->n_uf + 1))
         return -1;
-    uint32_t cap = d->cap_uf;
-    /* the three arrays share one capacity; grow the other two to match */
-    void *v = realloc(d->uf_value, (size_t)cap * sizeof *d->uf_value);
-    if (!v)
-        return -1;
-    d->uf_value = v;
-    void *s = realloc(d->uf_stamp, (size_t)cap * sizeof *d->uf_stamp);
-    if (!s)
-        return -1;
-    d->uf_stamp = s;
+    if (d->cap_uf != old_cap || !d->uf_value) {
+        /* the three arrays share one capacity; grow the other two to match */
+        void *v = realloc(d->uf_value, (size_t)d->cap_uf * sizeof *d->uf_value);
+        if (!v)
+            return -1;
+        d->uf_value = v;
+        void *s = realloc(d->uf_stamp, (size_t)d->cap_uf * sizeof *d->uf_stamp);
+        if (!s)
+            return -1;
+        d->uf_stamp = s;
+    }
     uint32_t n = d->n_uf++;
     d->uf_parent[n] = DTR_NONE;
     d->uf_value[n] = value;
