@@ -1,12 +1,28 @@
 /* ops/batch_norm.c — BatchNormalization (opset 7, 9, 14, 15), float32, input
- * [N, C, spatial...] (rank >= 2).
+ * [N, C, spatial...] (rank >= 2), and its gradient BatchNormGrad.
  *
- * Inference: y = (x - mean) / sqrt(var + eps) * scale + bias, folded into one
- * multiply-add per element. Training (training_mode = 1 from opset 14; before
- * 14, asking for more than the Y output): batch statistics over N and the
- * spatial axes (biased variance, as onnx's reference), Y normalised with
- * them, and running_mean/running_var = input * momentum + batch * (1 - momentum)
- * as outputs 1 and 2 (opset 7/9 add saved_mean/saved_var as outputs 3 and 4).
+ * Three modes:
+ *  - inference (the runtime is not training): y = (x - mean) / sqrt(var + eps)
+ *    * scale + bias, folded into one multiply-add per element;
+ *  - onnx training (training_mode = 1 from opset 14; before 14, asking for
+ *    more than the Y output): batch statistics over N and the spatial axes
+ *    (biased variance, as onnx's reference), Y normalised with them, and
+ *    running_mean/running_var = input * momentum + batch * (1 - momentum) as
+ *    outputs 1 and 2 (opset 7/9 add saved_mean/saved_var as outputs 3 and 4);
+ *  - PyTorch-style training: a node exported for inference (Y only,
+ *    training_mode absent or 0) run while the runtime trains
+ *    (env->training) behaves like torch.nn.BatchNorm2d in train(): Y uses the
+ *    batch statistics, and the running_mean/running_var INPUTS are updated in
+ *    place — running = momentum * running + (1 - momentum) * batch, with the
+ *    UNBIASED batch variance for running_var, as PyTorch stores it (onnx's
+ *    momentum m is PyTorch's 1 - momentum). Not while DTR recomputes the call
+ *    (env->recomputing): the update must happen once per step.
+ *
+ * Why .mutates is not set for the in-place update: ops.h defines mutating
+ * ops as output-less calls that run after the backward pass (optimizer
+ * steps), and BatchNormalization is neither; its outputs do not depend on
+ * the values it updates (training uses the batch statistics), so replaying
+ * the call — recomputation, the backward pass — reads nothing it wrote.
  *
  * Our own loops: a memory-bound multiply-add per element, parallel over
  * channels (training) or planes (inference); statistics accumulate in double
@@ -97,6 +113,7 @@ static int bn_parse(const struct onnx_node *node, int version, void **params,
     return 0;
 }
 
+/* Onnx training semantics: the node itself asks for batch statistics. */
 static int bn_training(const struct op_call *c)
 {
     const struct batch_norm_params *p = c->params;
@@ -106,6 +123,17 @@ static int bn_training(const struct op_call *c)
         if (c->out[i])
             return 1;
     return 0;
+}
+
+/* An inference-exported node while the runtime trains (PyTorch's train()). */
+static int bn_torch_training(const struct op_call *c)
+{
+    return !bn_training(c) && c->env && c->env->training;
+}
+
+static int bn_batch_stats(const struct op_call *c)
+{
+    return bn_training(c) || bn_torch_training(c);
 }
 
 static int bn_infer(struct op_call *c)
@@ -145,7 +173,7 @@ static int bn_infer(struct op_call *c)
 static struct op_cost bn_cost(const struct op_call *c)
 {
     struct op_cost cost = cost_memory(c);
-    cost.flops = (bn_training(c) ? 5.0 : 2.0) * (double)tensor_numel(c->in[0]);
+    cost.flops = (bn_batch_stats(c) ? 5.0 : 2.0) * (double)tensor_numel(c->in[0]);
     return cost;
 }
 
@@ -158,7 +186,7 @@ static int bn_cpu(struct op_call *c)
     const float *scale = c->in[1]->data, *bias = c->in[2]->data;
     const float *mean = c->in[3]->data, *var = c->in[4]->data;
     float *y = c->out[0]->data;
-    if (!bn_training(c)) {
+    if (!bn_batch_stats(c)) {
         nn_batchnorm_inference(n, ch, spatial, x->data, scale, bias, mean, var, p->epsilon, y);
         return 0;
     }
@@ -168,6 +196,20 @@ static int bn_cpu(struct op_call *c)
     float *bmean = stats, *bvar = stats + ch;
     nn_batchnorm_training(n, ch, spatial, x->data, scale, bias, p->epsilon, y, bmean, bvar);
     float mom = p->momentum;
+    if (bn_torch_training(c)) {
+        if (!c->env->recomputing) {
+            /* the inputs themselves: the model's running statistics */
+            float *rmean = (float *)c->in[3]->data, *rvar = (float *)c->in[4]->data;
+            double cnt = (double)n * (double)spatial;
+            double unbias = cnt > 1 ? cnt / (cnt - 1) : 1.0;
+            for (int64_t k = 0; k < ch; k++) {
+                rmean[k] = (float)(mom * (double)rmean[k] + (1.0 - mom) * (double)bmean[k]);
+                rvar[k] = (float)(mom * (double)rvar[k] + (1.0 - mom) * (double)bvar[k] * unbias);
+            }
+        }
+        nn_scratch_free(c, stats);
+        return 0;
+    }
     for (int i = 1; i < c->n_out; i++) {
         float *o = c->out[i] ? c->out[i]->data : NULL;
         if (!o)
@@ -190,9 +232,164 @@ static int bn_cpu(struct op_call *c)
     return 0;
 }
 
+/* ---- gradient -------------------------------------------------------------------
+ * BatchNormGrad(dY, X, scale, mean, var; epsilon, batch_stats) -> dX, dscale, dB.
+ * With batch statistics (every training forward) mean/var are recomputed
+ * from X (X is saved anyway; two extra passes instead of two more saved
+ * tensors) and
+ *   xhat = (x - mu) * inv, inv = 1 / sqrt(var_batch + eps), per channel c:
+ *   dB = sum dy, dscale = sum dy * xhat,
+ *   dx = scale * inv * (dy - dB / count - xhat * dscale / count);
+ * with the given statistics (inference) dx = dy * scale * inv. The running
+ * statistics get no gradient, nor do the extra outputs of onnx training
+ * (running and saved statistics): only Y's gradient flows back. */
+static int bn_grad(struct grad_ctx *g)
+{
+    if (g->dy[0] < 0 || !(g->need_dx[0] || g->need_dx[1] || g->need_dx[2]))
+        return 0;
+    const struct batch_norm_params *p = g->fwd->params;
+    struct onnx_attr at[2] = {
+        { .name = "epsilon", .type = ONNX_ATTR_FLOAT, .f = p->epsilon },
+        { .name = "batch_stats", .type = ONNX_ATTR_INT, .i = bn_batch_stats(g->fwd) },
+    };
+    int in[5] = { g->dy[0], g->in[0], g->in[1], g->in[3], g->in[4] }, out[3];
+    if (g->emit(g, "BatchNormGrad", at, 2, 5, in, 3, out))
+        return -1;
+    for (int i = 0; i < 3; i++)
+        if (g->need_dx[i] && g->add_dx(g, i, out[i]))
+            return -1;
+    return 0;
+}
+
+struct bn_grad_params {
+    float epsilon;
+    int batch_stats;
+};
+
+static int bn_grad_parse(const struct onnx_node *node, int version, void **params,
+                         char *err, size_t err_size)
+{
+    (void)version;
+    struct bn_grad_params *p = calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(err, err_size, "node '%s' (BatchNormGrad): out of memory", node->name);
+        return -1;
+    }
+    p->epsilon = onnx_node_attr_float(node, "epsilon", 1e-5f);
+    p->batch_stats = onnx_node_attr_int(node, "batch_stats", 1) != 0;
+    *params = p;
+    return 0;
+}
+
+static int bn_grad_infer(struct op_call *c)
+{
+    const struct tensor *dy = c->in[0], *x = c->in[1];
+    char d1[128], d2[128];
+    for (int i = 0; i < 5; i++)
+        if (c->in[i]->dtype != ONNX_DTYPE_FLOAT)
+            return op_error(c, "only float32 is supported, input %d is %s", i,
+                            onnx_dtype_name(c->in[i]->dtype));
+    if (x->rank < 2 || !tensor_same_shape(dy, x))
+        return op_error(c, "dY %s and X %s must have one shape of rank >= 2",
+                        tensor_describe(dy, d1, sizeof d1), tensor_describe(x, d2, sizeof d2));
+    for (int i = 2; i < 5; i++)
+        if (tensor_numel(c->in[i]) != x->dims[1])
+            return op_error(c, "input %d %s must have C = %lld elements", i,
+                            tensor_describe(c->in[i], d1, sizeof d1), (long long)x->dims[1]);
+    *c->out[0] = *x;
+    c->out[0]->data = NULL;
+    for (int i = 1; i < 3; i++)
+        if (c->out[i])
+            *c->out[i] = *c->in[2];    /* the scale's shape (B has it too) */
+    for (int i = 1; i < 3; i++)
+        if (c->out[i])
+            c->out[i]->data = NULL;
+    return 0;
+}
+
+static struct op_cost bn_grad_cost(const struct op_call *c)
+{
+    struct op_cost cost = cost_memory(c);
+    cost.flops = 8.0 * (double)tensor_numel(c->in[1]);
+    return cost;
+}
+
+static int bn_grad_cpu(struct op_call *c)
+{
+    const struct bn_grad_params *p = c->params;
+    const struct tensor *x = c->in[1];
+    const float *dy = c->in[0]->data, *xd = x->data, *scale = c->in[2]->data;
+    const float *rmean = c->in[3]->data, *rvar = c->in[4]->data;
+    float *dx = c->out[0]->data;
+    float *dscale = c->out[1] ? c->out[1]->data : NULL, *dbias = c->out[2] ? c->out[2]->data : NULL;
+    const int64_t n = x->dims[0], ch = x->dims[1];
+    const int64_t sp = (n * ch) != 0 ? tensor_numel(x) / (n * ch) : 0;
+    const double count = (double)n * (double)sp;
+    const int batch = p->batch_stats;
+#pragma omp parallel for schedule(static) if (n * ch * sp > 65536)
+    for (int64_t cc = 0; cc < ch; cc++) {
+        double mu = rmean[cc], var = rvar[cc];
+        if (batch) {
+            double sum = 0.0, sq = 0.0;
+            for (int64_t b = 0; b < n; b++) {
+                const float *xp = xd + (b * ch + cc) * sp;
+                for (int64_t i = 0; i < sp; i++)
+                    sum += xp[i];
+            }
+            mu = count > 0 ? sum / count : 0.0;
+            for (int64_t b = 0; b < n; b++) {
+                const float *xp = xd + (b * ch + cc) * sp;
+                for (int64_t i = 0; i < sp; i++) {
+                    double d = xp[i] - mu;
+                    sq += d * d;
+                }
+            }
+            var = count > 0 ? sq / count : 0.0;
+        }
+        double inv = 1.0 / sqrt(var + p->epsilon);
+        double sdy = 0.0, sdyx = 0.0;
+        for (int64_t b = 0; b < n; b++) {
+            const float *xp = xd + (b * ch + cc) * sp, *gp = dy + (b * ch + cc) * sp;
+            for (int64_t i = 0; i < sp; i++) {
+                sdy += gp[i];
+                sdyx += gp[i] * (xp[i] - mu);
+            }
+        }
+        sdyx *= inv;                   /* sum dy * xhat */
+        if (dscale)
+            dscale[cc] = (float)sdyx;
+        if (dbias)
+            dbias[cc] = (float)sdy;
+        /* dx = a * dy + b * x + d, per channel */
+        double k = scale[cc] * inv;
+        double a = k, bx = 0.0, d0 = 0.0;
+        if (batch && count > 0) {
+            bx = -k * inv * sdyx / count;
+            d0 = -k * sdy / count - bx * mu;
+        }
+        float fa = (float)a, fb = (float)bx, fd = (float)d0;
+        for (int64_t b = 0; b < n; b++) {
+            const float *xp = xd + (b * ch + cc) * sp, *gp = dy + (b * ch + cc) * sp;
+            float *op = dx + (b * ch + cc) * sp;
+            for (int64_t i = 0; i < sp; i++)
+                op[i] = fa * gp[i] + fb * xp[i] + fd;
+        }
+    }
+    return 0;
+}
+
 const struct op_def op_batch_normalization = {
     .domain = "", .name = "BatchNormalization", .since = { 7, 9, 14, 15 },
     .min_in = 5, .max_in = 5, .min_out = 1, .max_out = 5,
     .parse = bn_parse, .infer = bn_infer, .cost = bn_cost,
     .kernel = { [BACKEND_CPU] = bn_cpu },
+    .grad = bn_grad,
+    .grad_saves_in = (1u << 0) | (1u << 1) | (1u << 3) | (1u << 4),
+};
+
+const struct op_def op_batch_norm_grad = {
+    .domain = "dtrexec", .name = "BatchNormGrad", .since = { 1 },
+    .min_in = 5, .max_in = 5, .min_out = 3, .max_out = 3,
+    .parse = bn_grad_parse, .infer = bn_grad_infer, .cost = bn_grad_cost,
+    .kernel = { [BACKEND_CPU] = bn_grad_cpu },
 };

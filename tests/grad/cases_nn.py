@@ -123,3 +123,28 @@ pool("AveragePool", "2d_same_lower", rand(1, 2, 5, 6), kernel_shape=[3, 3], stri
 case("globalaveragepool_2d", single_op("GlobalAveragePool", [("x", rand(2, 3, 4, 5))]))
 case("globalaveragepool_1d", single_op("GlobalAveragePool", [("x", rand(2, 3, 7))]))
 case("globalaveragepool_3d", single_op("GlobalAveragePool", [("x", rand(1, 2, 3, 2, 4))]))
+
+# ---- BatchNormalization (training: batch statistics) -------------------------------
+def bn(name, x, opset=15, n_outputs=1, **attrs):
+    c = x.shape[1]
+    ins = [("x", x), ("scale", rand(c, low=0.5, high=1.5)), ("b", rand(c)), ("mean", rand(c)),
+           ("var", rand(c, low=0.5, high=1.5))]
+    case("batchnorm_" + name, single_op("BatchNormalization", ins, n_outputs=n_outputs, output_index=0,
+                                        opset=opset, attrs=attrs))
+
+
+bn("2d_inference_export", rand(3, 4, 3, 3))
+bn("2d_eps_momentum", rand(2, 3, 4, 2), epsilon=1e-3, momentum=0.7)
+bn("1d", rand(4, 3, 5), opset=9)
+bn("0d_spatial", rand(6, 4), opset=14)
+bn("3d", rand(2, 2, 3, 2, 3))
+bn("training_mode", rand(3, 2, 4, 4), n_outputs=3, training_mode=1)
+bn("opset9_training_outputs", rand(2, 3, 3, 3), opset=9, n_outputs=5)
+# a Conv -> BN -> Relu block, the ResNet pattern, with the running statistics
+# (initializers) updated in place on every forward
+case("conv_bn_relu", graph_model(
+    [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+     helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["n"]),
+     helper.make_node("Mul", ["n", "n"], ["y"])],
+    {"x": rand(2, 3, 5, 5), "w": rand(4, 3, 3, 3), "s": rand(4, low=0.5, high=1.5), "b": rand(4),
+     "m": rand(4), "v": rand(4, low=0.5, high=1.5)}, ["y"]))
