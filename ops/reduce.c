@@ -389,13 +389,16 @@ static int reduce_sum_grad(struct grad_ctx *g)
  * sequential walk over X with a "taken" flag per output: deterministic, and
  * first in row-major order over X is first within every group. */
 #define SELECT_GRAD_DEF(unused, D)                                                     \
-    static void select_grad_##D(const struct tensor *x, const void *dyv, const void *yv, \
-                                void *dxv, uint8_t *taken, const int64_t *st)          \
+    static void select_grad_##D(int rank, const int64_t *dims, const void *xv,         \
+                                const void *dyv, const void *yv, void *dxv,            \
+                                uint8_t *taken, const int64_t *st)                     \
     {                                                                                  \
         typedef EW_T_##D T;                                                            \
-        const T *xs = x->data, *dy = dyv, *y = yv;                                     \
+        const T *xs = xv, *dy = dyv, *y = yv;                                          \
         T *dx = dxv;                                                                   \
-        int64_t idx[TENSOR_MAX_RANK] = { 0 }, o = 0, n = tensor_numel(x);              \
+        int64_t idx[TENSOR_MAX_RANK] = { 0 }, o = 0, n = 1;                            \
+        for (int a = 0; a < rank; a++)                                                 \
+            n *= dims[a];                                                              \
         for (int64_t i = 0; i < n; i++) {                                              \
             T v = xs[i];                                                               \
             if (!taken[o] && (v == y[o] || (v != v && y[o] != y[o]))) {                \
@@ -404,11 +407,11 @@ static int reduce_sum_grad(struct grad_ctx *g)
             } else {                                                                   \
                 dx[i] = 0;                                                             \
             }                                                                          \
-            for (int a = x->rank - 1; a >= 0; a--) {                                   \
+            for (int a = rank - 1; a >= 0; a--) {                                      \
                 o += st[a];                                                            \
-                if (++idx[a] < x->dims[a])                                             \
+                if (++idx[a] < dims[a])                                                \
                     break;                                                             \
-                o -= st[a] * x->dims[a];                                               \
+                o -= st[a] * dims[a];                                                  \
                 idx[a] = 0;                                                            \
             }                                                                          \
         }                                                                              \
@@ -447,10 +450,24 @@ static int select_grad_cpu(struct op_call *c)
         return op_error(c, "no scratch memory for %lld flags", (long long)n_out);
     memset(taken, 0, (size_t)n_out);
     broadcast_strides(y, x, st);
-    if (x->dtype == ONNX_DTYPE_FLOAT)
-        select_grad_FLOAT(x, dy->data, y->data, c->out[0]->data, taken, st);
-    else
-        select_grad_DOUBLE(x, dy->data, y->data, c->out[0]->data, taken, st);
+    /* When axis 0 is kept its slabs touch disjoint outputs: one task each. */
+    int split = x->rank > 1 && st[0] != 0;
+    int64_t slabs = split ? x->dims[0] : 1, slab_n = tensor_numel(x) / slabs;
+    size_t es = onnx_dtype_size(x->dtype);
+    const char *xd = x->data, *dyd = dy->data, *yd = y->data;
+    char *dxd = c->out[0]->data;
+#pragma omp parallel for schedule(static) if (split && tensor_numel(x) >= EW_PARALLEL_MIN)
+    for (int64_t i0 = 0; i0 < slabs; i0++) {
+        int r = x->rank - split;
+        const int64_t *dims = x->dims + split, *sts = st + split;
+        size_t xo = (size_t)(i0 * slab_n) * es, yo = (size_t)(i0 * st[0]) * es;
+        if (x->dtype == ONNX_DTYPE_FLOAT)
+            select_grad_FLOAT(r, dims, xd + xo, dyd + yo, yd + yo, dxd + xo,
+                              taken + i0 * st[0], sts);
+        else
+            select_grad_DOUBLE(r, dims, xd + xo, dyd + yo, yd + yo, dxd + xo,
+                               taken + i0 * st[0], sts);
+    }
     c->env->scratch_free(c->env->ctx, taken);
     return 0;
 }

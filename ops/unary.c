@@ -345,15 +345,18 @@ const struct op_def op_clip = {
 /* With s = 0.5 (1 + tanh u) = 1 / (1 + exp(-2u)), u = k (x + a x^3):
  * d/dx 0.5 x (1 + tanh u) = s + 2 x s (1 - s) k (1 + 3 a x^2); written with s
  * (as the forward is) to avoid the cancellation of 1 + tanh u. */
-#define GELU_TANH_S_(D, y)                                                              \
-    ((T_(D))1 / ((T_(D))1 + EW_EXP_##D((T_(D))-1.59576912160573071176 *                 \
-                                        (y + (T_(D))0.044715 * y * y * y))))
-#define GELU_TANH_GRAD_DEF(op, D)                                                       \
-    EW_BINARY_INNER(op##_##D, T_(D), T_(D), T_(D),                                      \
-                    x * (GELU_TANH_S_(D, y) +                                           \
-                         (T_(D))2 * y * GELU_TANH_S_(D, y) * ((T_(D))1 - GELU_TANH_S_(D, y)) * \
-                             (T_(D))0.79788456080286535588 *                            \
-                             ((T_(D))1 + (T_(D))0.134145 * y * y)))
+#define GELU_TANH_DERIV(D)                                                              \
+    static inline T_(D) gelu_tanh_deriv_##D(T_(D) x)                                    \
+    {                                                                                   \
+        T_(D) s = (T_(D))1 / ((T_(D))1 + EW_EXP_##D((T_(D))-1.59576912160573071176 *    \
+                                                    (x + (T_(D))0.044715 * x * x * x))); \
+        return s + (T_(D))2 * x * s * ((T_(D))1 - s) * (T_(D))0.79788456080286535588 *  \
+                       ((T_(D))1 + (T_(D))0.134145 * x * x);                            \
+    }
+GELU_TANH_DERIV(FLOAT)
+GELU_TANH_DERIV(DOUBLE)
+#define GELU_TANH_GRAD_DEF(op, D) EW_BINARY_INNER(op##_##D, T_(D), T_(D), T_(D), \
+                                                  x * gelu_tanh_deriv_##D(y))
 /* Pass-through where lo <= x <= hi (NaN and clipped elements get 0). */
 #define CLIP_GRAD_DEF(op, D)                                                            \
     EW_BINARY_INNER(op##_##D, T_(D), T_(D), T_(D),                                      \

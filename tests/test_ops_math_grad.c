@@ -210,6 +210,51 @@ START_TEST(test_reduce_select_grad_ties_to_first)
 }
 END_TEST
 
+/* Parallel slabs (axis 0 kept) and the sequential walk (axis 0 reduced), on
+ * values with many ties, against a reference loop. */
+static void check_select_big(const int64_t *kept)
+{
+    int64_t dx[3] = { 200, 30, 20 };
+    struct tensor *x = mkf(3, dx, NULL), *y = mkf(3, kept, NULL), *dy = mk_rand(3, kept);
+    float *xv = x->data, *yv = y->data;
+    int64_t n = tensor_numel(x), st[3] = { kept[0] > 1 ? kept[1] * kept[2] : 0,
+                                           kept[1] > 1 ? kept[2] : 0, kept[2] > 1 ? 1 : 0 };
+    for (int64_t i = 0; i < n; i++)
+        xv[i] = (float)(int)(frand() * 3);       /* few distinct values: ties everywhere */
+    for (int64_t i = 0; i < tensor_numel(y); i++)
+        yv[i] = -1e9f;
+    for (int64_t i = 0; i < 200; i++)
+        for (int64_t j = 0; j < 30; j++)
+            for (int64_t k = 0; k < 20; k++) {
+                int64_t o = i * st[0] + j * st[1] + k * st[2];
+                float v = xv[(i * 30 + j) * 20 + k];
+                yv[o] = v > yv[o] ? v : yv[o];
+            }
+    const struct tensor *in[3] = { dy, x, y };
+    struct tensor *g = run1("ReduceSelectGrad", NULL, 0, in, 3);
+    uint8_t *taken = pool_alloc((size_t)tensor_numel(y));
+    for (int64_t i = 0; i < 200; i++)
+        for (int64_t j = 0; j < 30; j++)
+            for (int64_t k = 0; k < 20; k++) {
+                int64_t o = i * st[0] + j * st[1] + k * st[2], e = (i * 30 + j) * 20 + k;
+                float want = 0;
+                if (!taken[o] && xv[e] == yv[o]) {
+                    want = ((float *)dy->data)[o];
+                    taken[o] = 1;
+                }
+                ck_assert_msg(((float *)g->data)[e] == want, "expected %g, got %g at %lld",
+                              want, ((float *)g->data)[e], (long long)e);
+            }
+}
+
+START_TEST(test_reduce_select_grad_big)
+{
+    check_select_big((int64_t[]){ 200, 1, 1 });
+    check_select_big((int64_t[]){ 200, 1, 20 });
+    check_select_big((int64_t[]){ 1, 30, 1 });
+}
+END_TEST
+
 START_TEST(test_clip_grad_bounds_inclusive)
 {
     int64_t d5[1] = { 5 };
@@ -341,6 +386,7 @@ static Suite *math_grad_suite(void)
     tcase_add_test(tc, test_max_min_grad_nan_goes_to_nan_input);
     tcase_add_test(tc, test_max_min_grad_parallel_broadcast);
     tcase_add_test(tc, test_reduce_select_grad_ties_to_first);
+    tcase_add_test(tc, test_reduce_select_grad_big);
     tcase_add_test(tc, test_clip_grad_bounds_inclusive);
     tcase_add_test(tc, test_kinks_give_zero_or_one_side);
     tcase_add_test(tc, test_softmax_grad_geometries);
