@@ -279,9 +279,145 @@ static int ln_cpu(struct op_call *c)
     return 0;
 }
 
+/* ---- gradient -------------------------------------------------------------------
+ * LayerNormGrad(dY, X, Scale; axis, epsilon) -> dX, dScale, dB, the last two
+ * of the normalised shape X.shape[axis:] (the emitter reduces them to
+ * Scale's and B's broadcast shapes). Mean and 1/std are recomputed from X
+ * (one pass, cheaper than keeping two more tensors alive). Per row, with
+ * g = dy * scale and xhat = (x - mean) * inv:
+ *   dx = inv * (g - mean(g) - xhat * mean(g * xhat));
+ * per column, summed over rows in row order: dScale = sum dy * xhat,
+ * dB = sum dy. Rows are split across threads for dX and columns for
+ * dScale/dB, so no sum is shared between threads: deterministic.
+ * Only Y's gradient flows back: the Mean/InvStdDev outputs get none. */
+static int ln_grad(struct grad_ctx *g)
+{
+    if (g->dy[0] < 0)
+        return 0;
+    const struct layer_norm_params *p = g->fwd->params;
+    int has_b = g->fwd->n_in > 2 && g->fwd->in[2];
+    int axis = op_axis(p->axis, g->fwd->in[0]->rank);
+    struct onnx_attr at[2] = {
+        { .name = "axis", .type = ONNX_ATTR_INT, .i = axis },
+        { .name = "epsilon", .type = ONNX_ATTR_FLOAT, .f = p->epsilon },
+    };
+    int in[3] = { g->dy[0], g->in[0], g->in[1] }, out[3];
+    if (g->emit(g, "LayerNormGrad", at, 2, 3, in, 3, out))
+        return -1;
+    if ((g->need_dx[0] && g->add_dx(g, 0, out[0])) || grad_add_dx_broadcast(g, 1, out[1]))
+        return -1;
+    return has_b ? grad_add_dx_broadcast(g, 2, out[2]) : 0;
+}
+
+static int ln_grad_infer(struct op_call *c)
+{
+    const struct tensor *dy = c->in[0], *x = c->in[1];
+    char d1[128], d2[128];
+    if (dy->dtype != ONNX_DTYPE_FLOAT || x->dtype != ONNX_DTYPE_FLOAT || !tensor_same_shape(dy, x))
+        return op_error(c, "dY %s and X %s must be float32 of one shape",
+                        tensor_describe(dy, d1, sizeof d1), tensor_describe(x, d2, sizeof d2));
+    struct op_call fwd = *c;           /* ln_split reads in[0] as X */
+    const struct tensor *fin[2] = { x, c->in[2] };
+    fwd.in = fin;
+    int axis;
+    int64_t rows, cols;
+    struct tensor norm = { .dtype = ONNX_DTYPE_FLOAT };
+    if (ln_split(&fwd, &axis, &rows, &cols, &norm) || ln_check_param(c, c->in[2], "Scale", &norm))
+        return -1;
+    *c->out[0] = *x;
+    c->out[0]->data = NULL;
+    for (int i = 1; i < 3; i++)
+        if (c->out[i])
+            *c->out[i] = norm;
+    return 0;
+}
+
+static struct op_cost ln_grad_cost(const struct op_call *c)
+{
+    struct op_cost cost = cost_memory(c);
+    cost.flops = 12.0 * (double)tensor_numel(c->in[1]);
+    return cost;
+}
+
+#define LN_GRAD_COL_BLOCK 64
+
+static int ln_grad_cpu(struct op_call *c)
+{
+    const struct layer_norm_params *p = c->params;
+    const struct tensor *x = c->in[1], *st = c->in[2];
+    const struct op_call fwd = { .params = c->params, .in = (const struct tensor *const[]){ x }, .env = c->env };
+    int axis;
+    int64_t rows, cols;
+    struct tensor norm = { .dtype = ONNX_DTYPE_FLOAT };
+    if (ln_split(&fwd, &axis, &rows, &cols, &norm))
+        return op_error(c, "axis %lld is out of range for rank %d", (long long)p->axis, x->rank);
+    size_t need = sizeof(float) * (size_t)(2 * rows + (tensor_numel(st) != cols ? cols : 0));
+    float *tmp = nn_scratch_alloc(c, need);
+    if (!tmp)
+        return op_error(c, "cannot get %zu bytes of scratch", need);
+    float *mean = tmp, *inv = tmp + rows;
+    const float *scale = ln_expand(st, &norm, cols, tmp + 2 * rows);
+    const float *xd = x->data, *dy = c->in[0]->data;
+    float *dx = c->out[0]->data;
+    float *dscale = c->out[1] ? c->out[1]->data : NULL, *dbias = c->out[2] ? c->out[2]->data : NULL;
+    const float eps = p->epsilon;
+#pragma omp parallel for schedule(static) if (rows * cols > 32768)
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = xd + r * cols, *gr = dy + r * cols;
+        float *dr = dx + r * cols;
+        float mu = cols ? row_sum(xr, cols) / (float)cols : 0.0f;
+        float var = cols ? row_sq_dev(xr, cols, mu) / (float)cols : 0.0f;
+        float iv = 1.0f / sqrtf(var + eps);
+        mean[r] = mu;
+        inv[r] = iv;
+        float s1 = 0.0f, s2 = 0.0f;
+        for (int64_t j = 0; j < cols; j++) {
+            float gj = gr[j] * scale[j];
+            s1 += gj;
+            s2 += gj * (xr[j] - mu);
+        }
+        float m1 = cols ? s1 / (float)cols : 0.0f, m2 = cols ? s2 * iv / (float)cols : 0.0f;
+        for (int64_t j = 0; j < cols; j++) {
+            float xh = (xr[j] - mu) * iv;
+            dr[j] = iv * (gr[j] * scale[j] - m1 - xh * m2);
+        }
+    }
+    const int64_t blocks = (cols + LN_GRAD_COL_BLOCK - 1) / LN_GRAD_COL_BLOCK;
+#pragma omp parallel for schedule(static) if (rows * cols > 32768)
+    for (int64_t b = 0; b < blocks; b++) {
+        int64_t j0 = b * LN_GRAD_COL_BLOCK, j1 = j0 + LN_GRAD_COL_BLOCK < cols ? j0 + LN_GRAD_COL_BLOCK : cols;
+        float as[LN_GRAD_COL_BLOCK] = { 0 }, ab[LN_GRAD_COL_BLOCK] = { 0 };
+        for (int64_t r = 0; r < rows; r++) {
+            const float *xr = xd + r * cols, *gr = dy + r * cols;
+            float mu = mean[r], iv = inv[r];
+            for (int64_t j = j0; j < j1; j++) {
+                as[j - j0] += gr[j] * ((xr[j] - mu) * iv);
+                ab[j - j0] += gr[j];
+            }
+        }
+        for (int64_t j = j0; j < j1; j++) {
+            if (dscale)
+                dscale[j] = as[j - j0];
+            if (dbias)
+                dbias[j] = ab[j - j0];
+        }
+    }
+    nn_scratch_free(c, tmp);
+    return 0;
+}
+
 const struct op_def op_layer_normalization = {
     .domain = "", .name = "LayerNormalization", .since = { 17 },
     .min_in = 2, .max_in = 3, .min_out = 1, .max_out = 3,
     .parse = ln_parse, .infer = ln_infer, .cost = ln_cost,
     .kernel = { [BACKEND_CPU] = ln_cpu },
+    .grad = ln_grad,
+    .grad_saves_in = (1u << 0) | (1u << 1),
+};
+
+const struct op_def op_layer_norm_grad = {
+    .domain = "dtrexec", .name = "LayerNormGrad", .since = { 1 },
+    .min_in = 3, .max_in = 3, .min_out = 3, .max_out = 3,
+    .parse = ln_parse, .infer = ln_grad_infer, .cost = ln_grad_cost,
+    .kernel = { [BACKEND_CPU] = ln_grad_cpu },
 };

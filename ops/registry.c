@@ -102,6 +102,7 @@
     X(op_max_pool_grad) \
     X(op_average_pool_grad) \
     X(op_batch_norm_grad) \
+    X(op_layer_norm_grad) \
     /* gradients: math */ \
     X(op_relu_grad) \
     X(op_leaky_relu_grad) \

@@ -148,3 +148,22 @@ case("conv_bn_relu", graph_model(
      helper.make_node("Mul", ["n", "n"], ["y"])],
     {"x": rand(2, 3, 5, 5), "w": rand(4, 3, 3, 3), "s": rand(4, low=0.5, high=1.5), "b": rand(4),
      "m": rand(4), "v": rand(4, low=0.5, high=1.5)}, ["y"]))
+
+# ---- LayerNormalization ---------------------------------------------------------------
+def ln(name, x, axis, scale_shape, bias_shape=None, **attrs):
+    ins = [("x", x), ("scale", rand(*scale_shape, low=0.5, high=1.5))]
+    if bias_shape is not None:
+        ins.append(("b", rand(*bias_shape)))
+    case("layernorm_" + name, single_op("LayerNormalization", ins, n_outputs=1, attrs=dict(axis=axis, **attrs)))
+
+
+ln("last", rand(3, 8), -1, (8,), (8,))
+ln("last_nobias", rand(2, 3, 6), -1, (6,))
+ln("axis1", rand(2, 3, 4), 1, (3, 4), (3, 4), epsilon=1e-3)
+ln("axis0", rand(3, 5), 0, (3, 5), (5,))
+ln("bcast_scale", rand(2, 3, 4), 1, (1, 4), (3, 1))
+ln("rank4_axis2", rand(2, 2, 3, 4), 2, (3, 4), (4,))
+ln("bert_like", rand(2, 4, 32), -1, (32,), (32,))
+# Mean and InvStdDev outputs present: only Y (output 0) feeds the loss
+case("layernorm_stat_outputs", single_op("LayerNormalization", [("x", rand(3, 5)), ("s", rand(5)), ("b", rand(5))],
+                                         n_outputs=3, output_index=0))
