@@ -215,9 +215,81 @@ static int ct_cpu(struct op_call *c)
     return 0;
 }
 
+/* ---- gradient -------------------------------------------------------------------
+ * Y = ConvTranspose(X, W) is the adjoint of the convolution with geometry
+ * `g` (ct_geom: its input is our Y, its output our X), so its gradients are
+ * convolutions on that same geometry:
+ *   dX = Conv(dY, W)                       (the convolution itself),
+ *   dW = ConvGradWeight(dY, X)             (roles swapped: dY is the input),
+ *   dB = dY summed over all axes but 1.
+ * Output positions that output_shape adds past the last window (negative
+ * end padding) receive only the bias, so dY is sliced to the covered part
+ * first and the padding becomes 0. */
+static int ct_grad(struct grad_ctx *g)
+{
+    if (g->dy[0] < 0)
+        return 0;
+    const struct op_call *f = g->fwd;
+    const struct tensor *x = f->in[0], *w = f->in[1], *y = f->out[0];
+    struct nn_geom geo;
+    if (ct_geom(f, &geo))
+        return grad_error(g, "%s", f->env && f->env->err ? f->env->err : "bad geometry");
+    int nsp = (int)geo.nsp, dy = g->dy[0];
+    int64_t starts[NN_MAX_SPATIAL], ends[NN_MAX_SPATIAL], axes[NN_MAX_SPATIAL];
+    int n_cut = 0;
+    for (int i = 0; i < nsp; i++) {
+        int j = 3 - nsp + i;
+        if (geo.pad_hi[j] < 0) {
+            starts[n_cut] = 0;
+            ends[n_cut] = geo.in[j] + geo.pad_hi[j];
+            axes[n_cut++] = 2 + i;
+            geo.in[j] += geo.pad_hi[j];
+            geo.pad_hi[j] = 0;
+        }
+        int64_t span = geo.in[j] + geo.pad_lo[j] + geo.pad_hi[j] - geo.dil[j] * (geo.k[j] - 1) - 1;
+        if (span < 0 || span / geo.stride[j] + 1 != geo.out[j])
+            return grad_error(g, "spatial axis %d: output_padding/output_shape give an output "
+                              "the convolution of dY does not map back onto X", i);
+    }
+    if (n_cut) {
+        int in[4] = { dy, grad_const_i64(g, n_cut, starts), grad_const_i64(g, n_cut, ends),
+                      grad_const_i64(g, n_cut, axes) };
+        if (in[1] < 0 || in[2] < 0 || in[3] < 0 || g->emit(g, "Slice", NULL, 0, 4, in, 1, &dy))
+            return -1;
+    }
+    struct nn_geom_attrs at;
+    if (g->need_dx[0]) {
+        nn_geom_attrs_make(&geo, x->rank, x->dims, &at);
+        int in[2] = { dy, g->in[1] }, dx;
+        /* Conv takes every attribute but `shape` (the last) */
+        if (g->emit(g, "Conv", at.a, at.n - 1, 2, in, 1, &dx) || g->add_dx(g, 0, dx))
+            return -1;
+    }
+    if (g->need_dx[1]) {
+        nn_geom_attrs_make(&geo, w->rank, w->dims, &at);
+        int in[2] = { dy, g->in[0] }, dw;
+        if (g->emit(g, "ConvGradWeight", at.a, at.n, 2, in, 1, &dw) || g->add_dx(g, 1, dw))
+            return -1;
+    }
+    if (f->n_in > 2 && f->in[2] && g->need_dx[2]) {
+        int64_t red[NN_MAX_SPATIAL + 1];
+        int n_red = 0;
+        for (int i = 0; i < y->rank; i++)
+            if (i != 1)
+                red[n_red++] = i;
+        struct onnx_attr keep = { .name = "keepdims", .type = ONNX_ATTR_INT, .i = 0 };
+        int in[2] = { g->dy[0], grad_const_i64(g, n_red, red) }, db;
+        if (in[1] < 0 || g->emit(g, "ReduceSum", &keep, 1, 2, in, 1, &db) || g->add_dx(g, 2, db))
+            return -1;
+    }
+    return 0;
+}
+
 const struct op_def op_conv_transpose = {
     .domain = "", .name = "ConvTranspose", .since = { 1, 11, 22 },
     .min_in = 2, .max_in = 3, .min_out = 1, .max_out = 1,
     .parse = ct_parse, .infer = ct_infer, .cost = ct_cost,
     .kernel = { [BACKEND_CPU] = ct_cpu },
+    .grad = ct_grad,
+    .grad_saves_in = (1u << 0) | (1u << 1),
 };

@@ -167,3 +167,21 @@ ln("bert_like", rand(2, 4, 32), -1, (32,), (32,))
 # Mean and InvStdDev outputs present: only Y (output 0) feeds the loss
 case("layernorm_stat_outputs", single_op("LayerNormalization", [("x", rand(3, 5)), ("s", rand(5)), ("b", rand(5))],
                                          n_outputs=3, output_index=0))
+
+# ---- ConvTranspose ----------------------------------------------------------------------
+def convt(name, x, w, b=None, **attrs):
+    ins = [("x", x), ("w", w)] + ([("b", b)] if b is not None else [])
+    case("convtranspose_" + name, single_op("ConvTranspose", ins, attrs=attrs))
+
+
+convt("1d", rand(2, 3, 5), rand(3, 2, 3), rand(2))
+convt("2d_basic", rand(1, 2, 4, 4), rand(2, 3, 3, 3), rand(3))
+convt("2d_stride2", rand(2, 2, 3, 4), rand(2, 2, 3, 3), strides=[2, 2])
+convt("2d_stride2_outpad", rand(1, 2, 3, 3), rand(2, 2, 3, 3), rand(2), strides=[2, 2], output_padding=[1, 0])
+convt("2d_pads", rand(1, 3, 4, 4), rand(3, 2, 3, 2), strides=[2, 1], pads=[1, 0, 0, 1])
+convt("2d_group2", rand(1, 4, 3, 3), rand(4, 3, 2, 2), rand(6), group=2, strides=[2, 2])
+convt("2d_depthwise", rand(1, 3, 4, 4), rand(3, 1, 3, 3), group=3, pads=[1, 1, 1, 1])
+convt("2d_dilation", rand(1, 2, 3, 3), rand(2, 2, 2, 2), dilations=[2, 2])
+convt("2d_output_shape", rand(1, 2, 3, 3), rand(2, 2, 3, 3), rand(2), strides=[2, 2], output_shape=[8, 8])
+convt("2d_same_upper", rand(1, 2, 3, 3), rand(2, 2, 3, 3), strides=[2, 2], auto_pad="SAME_UPPER")
+convt("3d", rand(1, 2, 2, 3, 2), rand(2, 2, 2, 2, 2), rand(2), strides=[1, 2, 2])
