@@ -316,6 +316,9 @@ double dtr_score(struct dtr *d, uint32_t s)
     double staleness = d->clock - r->last_access;
     switch (d->cfg.heuristic) {
     case DTR_HEURISTIC_DTR: {
+        /* the score is infinite whatever e* costs: skip the walks */
+        if (r->bytes == 0 || !(staleness > 0))
+            return INFINITY;
         double c = r->compute + region_get(d, s, 1) + region_get(d, s, 0);
         r = &d->storages[s];
         return per_byte_time(c, r->bytes, staleness);
@@ -329,6 +332,8 @@ double dtr_score(struct dtr *d, uint32_t s)
     case DTR_HEURISTIC_SIZE:
         return r->bytes ? 1.0 / (double)r->bytes : INFINITY;
     case DTR_HEURISTIC_MSPS: {
+        if (r->bytes == 0)
+            return INFINITY;
         double c = r->compute + region_get(d, s, 0);
         r = &d->storages[s];
         return r->bytes ? c / (double)r->bytes : INFINITY;
