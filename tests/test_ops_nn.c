@@ -317,6 +317,100 @@ START_TEST(test_conv_paths)
 }
 END_TEST
 
+/* The adjoints of conv_reference, by scattering every product of the
+ * forward into dx and dw: dx = sum w * dy, dw = sum dy * x, db = sum dy. */
+static void conv_backward_reference(const struct nn_geom *g, const float *x, const float *w,
+                                    const float *dy, double *dx, double *dw, double *db)
+{
+    const int64_t cg = g->c / g->group, mg = g->m / g->group;
+    memset(dx, 0, sizeof(double) * (size_t)(g->n * g->c * nn_geom_in_size(g)));
+    memset(dw, 0, sizeof(double) * (size_t)(g->m * cg * nn_geom_k_size(g)));
+    memset(db, 0, sizeof(double) * (size_t)g->m);
+    for (int64_t n = 0; n < g->n; n++)
+        for (int64_t m = 0; m < g->m; m++)
+            for (int64_t od = 0; od < g->out[0]; od++)
+                for (int64_t oh = 0; oh < g->out[1]; oh++)
+                    for (int64_t ow = 0; ow < g->out[2]; ow++) {
+                        double gy = dy[(((n * g->m + m) * g->out[0] + od) * g->out[1] + oh) * g->out[2] + ow];
+                        db[m] += gy;
+                        int64_t gi = m / mg;
+                        for (int64_t ci = 0; ci < cg; ci++)
+                            for (int64_t kd = 0; kd < g->k[0]; kd++)
+                                for (int64_t kh = 0; kh < g->k[1]; kh++)
+                                    for (int64_t kw = 0; kw < g->k[2]; kw++) {
+                                        int64_t id = od * g->stride[0] - g->pad_lo[0] + kd * g->dil[0];
+                                        int64_t ih = oh * g->stride[1] - g->pad_lo[1] + kh * g->dil[1];
+                                        int64_t iw = ow * g->stride[2] - g->pad_lo[2] + kw * g->dil[2];
+                                        if (id < 0 || id >= g->in[0] || ih < 0 || ih >= g->in[1] || iw < 0 || iw >= g->in[2])
+                                            continue;
+                                        int64_t xi = (((n * g->c + gi * cg + ci) * g->in[0] + id) * g->in[1] + ih) * g->in[2] + iw;
+                                        int64_t wi = (((m * cg + ci) * g->k[0] + kd) * g->k[1] + kh) * g->k[2] + kw;
+                                        dx[xi] += w[wi] * gy;
+                                        dw[wi] += x[xi] * gy;
+                                    }
+                    }
+}
+
+/* Every backward path (im2col/col2im + sgemm, oneDNN plain, oneDNN blocked,
+ * the chosen one) against the scattering reference, twice each: results
+ * must be bit-identical between runs (DTR recomputation). */
+START_TEST(test_conv_backward_paths)
+{
+    const struct conv_case *cc = &conv_cases[_i];
+    struct nn_geom g;
+    conv_geom_make(cc, &g);
+    int64_t xs = g.n * g.c * nn_geom_in_size(&g), ws = g.m * (g.c / g.group) * nn_geom_k_size(&g);
+    int64_t ys = g.n * g.m * nn_geom_out_size(&g);
+    float *x = rnd_array(xs), *w = rnd_array(ws), *dy = rnd_array(ys);
+    double *rdx = malloc(sizeof(double) * xs), *rdw = malloc(sizeof(double) * ws);
+    double *rdb = malloc(sizeof(double) * g.m);
+    conv_backward_reference(&g, x, w, dy, rdx, rdw, rdb);
+    float *dx = malloc(sizeof(float) * xs), *dx2 = malloc(sizeof(float) * xs);
+    float *dw = malloc(sizeof(float) * ws), *dw2 = malloc(sizeof(float) * ws);
+    float *db = malloc(sizeof(float) * g.m), *db2 = malloc(sizeof(float) * g.m);
+    struct op_call c = bare_call();
+    static const char *names[4] = { "im2col+sgemm", "oneDNN plain", "oneDNN blocked", "chosen" };
+    for (int p = 0; p < 4; p++) {
+        char what[96];
+        for (int run = 0; run < 2; run++) {
+            float *ox = run ? dx2 : dx, *ow = run ? dw2 : dw, *ob = run ? db2 : db;
+            float *pb = cc->bias ? ob : NULL;
+            int rd, rw;
+            scratch_live = 0;
+            switch (p) {
+            case 0:
+                rd = nn_conv_backward_data_gemm(&c, &g, dy, w, ox);
+                rw = nn_conv_backward_weights_gemm(&c, &g, x, dy, ow, pb);
+                break;
+            case 1: case 2:
+                rd = nn_conv_backward_data_dnnl(&c, &g, dy, w, ox, p == 2);
+                rw = nn_conv_backward_weights_dnnl(&c, &g, x, dy, ow, pb, p == 2);
+                break;
+            default:
+                rd = nn_conv_backward_data(&c, &g, dy, w, ox);
+                rw = nn_conv_backward_weights(&c, &g, x, dy, ow, pb);
+                break;
+            }
+            ck_assert_msg(!rd && !rw, "case %d %s: %s", _i, names[p], err_buf);
+            ck_assert_msg(scratch_live == 0, "case %d %s: scratch left allocated", _i, names[p]);
+        }
+        snprintf(what, sizeof what, "case %d %s dX", _i, names[p]);
+        assert_close(dx, rdx, xs, 1e-4, what);
+        ck_assert_msg(!memcmp(dx, dx2, sizeof(float) * xs), "%s: not deterministic", what);
+        snprintf(what, sizeof what, "case %d %s dW", _i, names[p]);
+        assert_close(dw, rdw, ws, 1e-4, what);
+        ck_assert_msg(!memcmp(dw, dw2, sizeof(float) * ws), "%s: not deterministic", what);
+        if (cc->bias) {
+            snprintf(what, sizeof what, "case %d %s dB", _i, names[p]);
+            assert_close(db, rdb, g.m, 1e-4, what);
+            ck_assert_msg(!memcmp(db, db2, sizeof(float) * g.m), "%s: not deterministic", what);
+        }
+    }
+    free(x); free(w); free(dy); free(rdx); free(rdw); free(rdb);
+    free(dx); free(dx2); free(dw); free(dw2); free(db); free(db2);
+}
+END_TEST
+
 /* Pooling: our loops and oneDNN agree wherever oneDNN is used, on geometries
  * with ceil_mode, dilations, asymmetric pads, 1-D and 3-D. */
 struct pool_case {
@@ -532,6 +626,86 @@ START_TEST(test_conv_bad_attrs)
 END_TEST
 
 /* Opset resolution: each op answers at opset 7 and at 25. */
+/* BatchNormalization exported for inference (Y only, no training_mode) run
+ * while training behaves like PyTorch's BatchNorm2d.train(): Y from the batch
+ * statistics, running_mean/running_var updated in place with
+ * running = m * running + (1 - m) * batch and the UNBIASED batch variance,
+ * once per step (not when DTR recomputes the call). Expected values from
+ * numpy with PyTorch's formulas (torch momentum = 1 - m = 0.1):
+ *   x = ((i*37 % 23)/7 - 1.5 for i in range(24)).reshape(2,3,2,2)
+ *   bm = x.mean((0,2,3)); bv = x.var((0,2,3)); bvu = x.var((0,2,3), ddof=1)
+ *   rm1 = 0.9*rm + 0.1*bm; rv1 = 0.9*rv + 0.1*bvu
+ *   y = (x - bm) / sqrt(bv + 1e-5) * s + b */
+START_TEST(test_batchnorm_running_stats)
+{
+    float x[24], scale[3] = { 1.0f, 0.5f, 2.0f }, bias[3] = { 0.1f, -0.2f, 0.3f };
+    float rm[3] = { 0.5f, -0.5f, 0.0f }, rv[3] = { 1.0f, 2.0f, 0.5f }, y[24], y2[24];
+    for (int i = 0; i < 24; i++)
+        x[i] = (float)((i * 37 % 23) / 7.0 - 1.5);
+    static const double want_rm1[3] = { 0.44464284, -0.43571427, -0.00714286 };
+    static const double want_rv1[3] = { 1.01803935, 1.89037895, 0.56720114 };
+    static const double want_rm2[3] = { 0.3948214, -0.37785712, -0.01357143 };
+    static const double want_rv2[3] = { 1.0342747, 1.79172, 0.62768215 };
+    static const double want_y[24] = {
+        -1.3232378, 0.6446959, -0.6204043, 1.3475295, -0.3204822, -1.0433750, 0.0811249, -0.6417679,
+        3.1213686, 0.5821369, -1.9570951, 1.9928212, -0.3392709, 1.6286629, 0.3635626, -0.9015377,
+        0.2417678, -0.4811251, 0.6433750, -0.0795179, -1.3928211, 2.5570948, 0.0178632, -2.5213690,
+    };
+    struct onnx_attr attrs[2] = {
+        { .name = "momentum", .type = ONNX_ATTR_FLOAT, .f = 0.9f },
+        { .name = "epsilon", .type = ONNX_ATTR_FLOAT, .f = 1e-5f },
+    };
+    struct onnx_node node = { .name = "bn", .op_type = "BatchNormalization", .domain = "",
+                              .n_attrs = 2, .attrs = attrs };
+    int version = 0;
+    const struct op_def *def = op_registry_find("", "BatchNormalization", 15, &version);
+    ck_assert_msg(def && version == 15, "BatchNormalization-15 not found");
+    void *params = NULL;
+    char err[256];
+    ck_assert_msg(!def->parse(&node, version, &params, err, sizeof err), "parse: %s", err);
+    struct tensor tx = { .dtype = ONNX_DTYPE_FLOAT, .rank = 4, .dims = { 2, 3, 2, 2 }, .data = x };
+    struct tensor ts = { .dtype = ONNX_DTYPE_FLOAT, .rank = 1, .dims = { 3 }, .data = scale };
+    struct tensor tb = ts, tm = ts, tv = ts, ty = { 0 };
+    tb.data = bias;
+    tm.data = rm;
+    tv.data = rv;
+    const struct tensor *in[5] = { &tx, &ts, &tb, &tm, &tv };
+    struct tensor *out[1] = { &ty };
+    struct op_env env = test_env;
+    env.training = 1;
+    struct op_call c = { .def = def, .version = version, .params = params, .node_name = "bn",
+                         .n_in = 5, .in = in, .n_out = 1, .out = out, .env = &env };
+    ck_assert_msg(!def->infer(&c), "infer: %s", err_buf);
+    ty.data = y;
+    ck_assert_msg(!def->kernel[BACKEND_CPU](&c), "kernel: %s", err_buf);
+    assert_close(y, want_y, 24, 1e-5, "training Y");
+    assert_close(rm, want_rm1, 3, 1e-6, "running_mean after step 1");
+    assert_close(rv, want_rv1, 3, 1e-6, "running_var after step 1");
+    /* a DTR recomputation: the same Y, the statistics untouched */
+    env.recomputing = 1;
+    ty.data = y2;
+    ck_assert_msg(!def->kernel[BACKEND_CPU](&c), "kernel (recomputing): %s", err_buf);
+    ck_assert_msg(!memcmp(y, y2, sizeof y), "recomputed Y differs");
+    assert_close(rm, want_rm1, 3, 1e-6, "running_mean after a recomputation");
+    assert_close(rv, want_rv1, 3, 1e-6, "running_var after a recomputation");
+    env.recomputing = 0;
+    ck_assert_msg(!def->kernel[BACKEND_CPU](&c), "kernel (step 2): %s", err_buf);
+    assert_close(rm, want_rm2, 3, 1e-6, "running_mean after step 2");
+    assert_close(rv, want_rv2, 3, 1e-6, "running_var after step 2");
+    /* inference: the running statistics, unchanged */
+    env.training = 0;
+    ck_assert_msg(!def->kernel[BACKEND_CPU](&c), "kernel (inference): %s", err_buf);
+    double want_inf[24];
+    for (int i = 0; i < 24; i++) {
+        int ch = (i / 4) % 3;
+        want_inf[i] = (x[i] - want_rm2[ch]) / sqrt(want_rv2[ch] + 1e-5) * scale[ch] + bias[ch];
+    }
+    assert_close(y2, want_inf, 24, 1e-5, "inference Y");
+    assert_close(rm, want_rm2, 3, 1e-6, "running_mean after inference");
+    free(params);
+}
+END_TEST
+
 START_TEST(test_registry_versions)
 {
     for (int i = 0; nn_ops[i]; i++) {
@@ -555,6 +729,8 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, test_conv_paths, 0, (int)(sizeof conv_cases / sizeof conv_cases[0]));
     tcase_add_loop_test(tc, test_pool_paths, 0, (int)(sizeof pool_cases / sizeof pool_cases[0]));
+    tcase_add_loop_test(tc, test_conv_backward_paths, 0, (int)(sizeof conv_cases / sizeof conv_cases[0]));
+    tcase_add_test(tc, test_batchnorm_running_stats);
     tcase_add_test(tc, test_conv_transpose_reference);
     tcase_add_test(tc, test_matmul_broadcast);
     tcase_add_test(tc, test_address_independence);
