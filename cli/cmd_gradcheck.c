@@ -3,7 +3,9 @@
  * L = sum(w * y) over the last floating-point output with fixed random w;
  * analytic gradients come from dtrx_session_backward, numeric ones from
  * (L(x + eps) - L(x - eps)) / 2 eps with L accumulated in double on the
- * host, for every float initializer and input (a sample of elements each). */
+ * host, for every float initializer and input (a sample of elements each).
+ * A tensor the backward pass gives no gradient counts as a zero gradient, so
+ * an emitter that forgets an input fails wherever the loss depends on it. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +19,21 @@ struct gradcheck_opts {
     double eps, rtol, atol;
     int max_elems;
     unsigned long long seed;
+    const char *no_grad;           /* comma-separated names that are not differentiable */
 };
+
+static int listed(const char *list, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == len && !strncmp(p, name, n))
+            return 1;
+        p = end ? end + 1 : NULL;
+    }
+    return 0;
+}
 
 static double element(const struct dtrx_tensor *t, int64_t i)
 {
@@ -64,17 +80,16 @@ static int check_tensor(struct dtrx_session *s, const char *name, const struct d
                         const struct gradcheck_opts *o, int *checked)
 {
     struct dtrx_tensor x, g;
-    if (dtrx_session_tensor(s, name, &x) || !is_float(x.dtype))
+    if (dtrx_session_tensor(s, name, &x) || !is_float(x.dtype) || listed(o->no_grad, name))
         return 0;
-    if (dtrx_session_get_grad(s, name, &g))
-        return 0;   /* the loss does not depend on it */
+    int has_grad = !dtrx_session_get_grad(s, name, &g);
     int64_t n = dtrx_tensor_numel(&x);
     /* Copy the analytic gradient: the forward runs below replace it. */
     double *analytic = malloc(sizeof(double) * (size_t)(n ? n : 1));
     if (!analytic)
         return -1;
     for (int64_t i = 0; i < n; i++)
-        analytic[i] = element(&g, i);
+        analytic[i] = has_grad ? element(&g, i) : 0;
     int64_t stride = n > o->max_elems ? (n + o->max_elems - 1) / o->max_elems : 1;
     int bad = 0;
     double worst = 0;
@@ -102,8 +117,8 @@ static int check_tensor(struct dtrx_session *s, const char *name, const struct d
         }
         (*checked)++;
     }
-    printf("%s %s: %lld elements, max |diff| %.3g\n", bad ? "FAIL" : "ok  ", name,
-           (long long)((n + stride - 1) / stride), worst);
+    printf("%s %s: %lld elements, max |diff| %.3g%s\n", bad ? "FAIL" : "ok  ", name,
+           (long long)((n + stride - 1) / stride), worst, has_grad ? "" : " (no gradient: taken as zero)");
     free(analytic);
     return bad ? 1 : 0;
 }
@@ -124,10 +139,12 @@ int cmd_gradcheck(int argc, char **argv)
             o.max_elems = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--seed") && val)
             o.seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--no-grad") && val)
+            o.no_grad = argv[++i];
         else if (argv[i][0] != '-' && !model)
             model = argv[i];
         else {
-            fprintf(stderr, "usage: dtrexec gradcheck MODEL.onnx [--eps E] [--rtol R] [--atol A] [--max-elems N] [--seed N]\n");
+            fprintf(stderr, "usage: dtrexec gradcheck MODEL.onnx [--eps E] [--rtol R] [--atol A] [--max-elems N] [--seed N] [--no-grad NAME,...]\n");
             return CLI_EXIT_USAGE;
         }
     }

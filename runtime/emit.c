@@ -11,10 +11,60 @@
 #define EMIT_OPSET 25
 #define EMIT_DOMAIN "dtrexec"
 
+static void free_attrs(struct onnx_attr *attrs, int n)
+{
+    for (int i = 0; attrs && i < n; i++) {
+        free(attrs[i].name);
+        free(attrs[i].s);
+        free(attrs[i].ints);
+        free(attrs[i].floats);
+        for (int k = 0; attrs[i].strings && k < attrs[i].n; k++)
+            free(attrs[i].strings[k]);
+        free(attrs[i].strings);
+    }
+    free(attrs);
+}
+
+/* Emitted nodes keep their own copy of the attributes, so that a gradient
+ * emitter reading g->node sees them as for a model node. Tensor and graph
+ * attributes are not copied: no emitter passes them. */
+static struct onnx_attr *copy_attrs(const struct onnx_attr *attrs, int n)
+{
+    struct onnx_attr *out = calloc((size_t)n + 1, sizeof *out);
+    for (int i = 0; out && i < n; i++) {
+        const struct onnx_attr *a = &attrs[i];
+        struct onnx_attr *c = &out[i];
+        c->type = a->type;
+        c->f = a->f;
+        c->i = a->i;
+        c->n = a->n;
+        c->name = strdup(a->name ? a->name : "");
+        if (a->s)
+            c->s = strdup(a->s);
+        c->s_len = a->s_len;
+        if (a->n && a->ints && (c->ints = malloc(sizeof *c->ints * (size_t)a->n)))
+            memcpy(c->ints, a->ints, sizeof *c->ints * (size_t)a->n);
+        if (a->n && a->floats && (c->floats = malloc(sizeof *c->floats * (size_t)a->n)))
+            memcpy(c->floats, a->floats, sizeof *c->floats * (size_t)a->n);
+        int strings_ok = 1;
+        if (a->n && a->strings && (c->strings = calloc((size_t)a->n, sizeof *c->strings)))
+            for (int k = 0; k < a->n; k++)
+                strings_ok &= (c->strings[k] = strdup(a->strings[k] ? a->strings[k] : "")) != NULL;
+        if (!c->name || (a->s && !c->s) || (a->n && a->ints && !c->ints) || (a->n && a->floats && !c->floats) ||
+            (a->n && a->strings && !c->strings) || !strings_ok) {
+            free_attrs(out, i + 1);
+            return NULL;
+        }
+    }
+    return out;
+}
+
 static void free_node(struct onnx_node *n)
 {
     if (!n)
         return;
+    free_attrs(n->attrs, n->n_attrs);
+    free(n->op_type);
     free(n->name);
     free(n->inputs);
     free(n->outputs);
@@ -109,12 +159,14 @@ enum dtrx_status rt_emit(struct dtrx_session *s, const char *op, const struct on
             free(n);
         return rt_fail(DTRX_ERR_INTERNAL, "out of host memory emitting %s", op);
     }
-    n->op_type = (char *)op;
+    n->op_type = strdup(op);
     n->domain = (char *)domain;
     n->n_inputs = n_in;
     n->n_outputs = n_out;
+    n->attrs = copy_attrs(attrs, n_attrs);
+    if (!n->attrs || !n->op_type)
+        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory emitting %s", op);
     n->n_attrs = n_attrs;
-    n->attrs = (struct onnx_attr *)attrs;
     for (int i = 0; i < n_in; i++)
         n->inputs[i] = in[i] < 0 ? "" : (char *)s->values[in[i]]->name;
     c->def = def;
@@ -135,9 +187,6 @@ enum dtrx_status rt_emit(struct dtrx_session *s, const char *op, const struct on
         if (def->parse(n, version, &c->params, err, sizeof err))
             return rt_fail(DTRX_ERR_INTERNAL, "emitted node '%s' (%s): %s", n->name, op, err);
     }
-    /* Attributes belong to the emitter; parse() has copied what it needs. */
-    n->attrs = NULL;
-    n->n_attrs = 0;
     c->seed = rt_call_seed(s, (uint64_t)s->n_calls + (uint64_t)s->train.n_emitted);
     enum dtrx_status st = rt_call_exec(s, c);
     if (st)

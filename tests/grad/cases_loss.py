@@ -34,6 +34,9 @@ def loss_case(name, op, reduction, extra=(), weight=False, ignore=None, log_prob
     return {"name": name, "model": model, "args": ["--max-elems", "256"]}
 
 
+# Not differentiable (as in ONNX Runtime training and PyTorch).
+NO_GRAD = ['weight']
+
 CASES = []
 for op, tag in (("SoftmaxCrossEntropyLoss", "sce"), ("NegativeLogLikelihoodLoss", "nll")):
     for red in ("none", "sum", "mean"):

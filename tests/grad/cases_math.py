@@ -16,6 +16,9 @@ def i64(*v):
     return np.array(v, dtype=I64)
 
 
+# Not differentiable (as in ONNX Runtime training and PyTorch).
+NO_GRAD = ['lo', 'hi']
+
 CASES = []
 
 

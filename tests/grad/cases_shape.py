@@ -21,6 +21,9 @@ def idx(nested):
     return np.array(nested, dtype=I64)
 
 
+# Not differentiable (as in ONNX Runtime training and PyTorch).
+NO_GRAD = ['sc', 'r']
+
 CASES = []
 
 

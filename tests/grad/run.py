@@ -7,6 +7,10 @@ A case module defines CASES, a list of dicts:
   name     unique case name
   model    an onnx.ModelProto (make it with tests/grad/gradutil.py)
   args     optional extra gradcheck arguments, e.g. ["--eps", "1e-2"]
+  no_grad  optional names of float inputs that are not differentiable
+A module may also define NO_GRAD, names not differentiable in any of its cases
+(class weights, Resize scales, Dropout ratio...). Every other float input must
+get a gradient that matches finite differences: a missing one counts as zero.
 Inputs and initializers that are float get checked; the loss is the weighted
 sum of the model's last float output."""
 import importlib
@@ -26,7 +30,9 @@ def main():
     dtrexec, family = args[0], args[1]
     keep = args[args.index("--keep") + 1] if "--keep" in args else None
     only = args[args.index("-k") + 1] if "-k" in args else None
-    cases = importlib.import_module("cases_" + family).CASES
+    module = importlib.import_module("cases_" + family)
+    cases = module.CASES
+    table_no_grad = getattr(module, "NO_GRAD", [])
     names = [c["name"] for c in cases]
     assert len(names) == len(set(names)), "duplicate case names"
     out_dir = keep or tempfile.mkdtemp(prefix="gradcheck-")
@@ -39,6 +45,9 @@ def main():
         with open(path, "wb") as f:
             f.write(case["model"].SerializeToString())
         cmd = [dtrexec, "gradcheck", path] + case.get("args", [])
+        no_grad = list(table_no_grad) + list(case.get("no_grad", []))
+        if no_grad:
+            cmd += ["--no-grad", ",".join(no_grad)]
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         if res.returncode == 0:
             passed += 1
