@@ -682,9 +682,36 @@ int nn_conv_backward_weights_gemm(const struct op_call *c, const struct nn_geom 
     return 0;
 }
 
-/* Path choice for the backward kernels: see the measurements above
- * nn_conv_backward_data (the same rule as the forward's unless they say
- * otherwise). */
+/* Path choice for the backward kernels, from measurements on ResNet-50's
+ * convolution shapes at batch 8 (one thread, this machine's Xeon, oneDNN 2.6,
+ * OpenBLAS 0.3.21; ms per call, best of 3 on a shared machine, so +-15%):
+ *
+ *   shape (in HxW, C->M, k, s)  forward | data: gemm  plain blocked | weights: gemm plain blocked
+ *   224   3->64   k7 s2          17.8   |      25.9   33.6   94.0   |        34.0  37.6   18.9
+ *    56  64->64   k1 s1           1.6   |       2.1    1.5    3.9   |         3.3   2.6    4.7
+ *    56  64->64   k3 s1          15.7   |      17.3   30.7   14.5   |        22.4  30.3   14.4
+ *    56  64->256  k1 s1           7.3   |       7.1    6.5   10.2   |        12.2  10.2   17.0
+ *    56 256->64   k1 s1           6.6   |      10.1    9.4   13.6   |         8.8   9.3   19.2
+ *    56 128->128  k3 s2          17.9   |      18.8   22.3   15.2   |        20.0  24.3   18.4
+ *    56 256->512  k1 s2          16.5   |      15.8   14.6   33.6   |        17.7  18.9   35.3
+ *    28 128->128  k3 s1          14.1   |      15.7   21.7   12.7   |        17.0  21.3   13.3
+ *    28 512->128  k1 s1           5.3   |       5.7    5.7    8.2   |         7.2   6.8    9.5
+ *    28 256->256  k3 s2          13.2   |      19.1   19.1   13.7   |        17.0  17.6   16.5
+ *    14 256->256  k3 s1          13.1   |      20.9   19.3   11.8   |        15.7  16.4   15.9
+ *    14 1024->256 k1 s1           5.9   |       7.9    7.3    6.9   |         6.6   6.4    8.1
+ *     7 512->512  k3 s1          15.9   |      26.4   27.4   14.3   |        20.3  19.9   18.1
+ *     7 2048->512 k1 s1           9.3   |      11.2   11.1    8.0   |         8.4   8.2   12.2
+ *   sum of 21 distinct shapes   248.6   |     293.0  312.9  389.0   |       306.5 314.3  340.9
+ *
+ * As in the forward: spatial kernels run best on the blocked layouts
+ * (oneDNN's direct "brgconv"/"jit" kernels, even with reorders on every
+ * call), 1x1 kernels on the plain layout ("gemm:jit"), grouped and
+ * depthwise convolutions only have fast kernels blocked. The exception is
+ * the first layer (3 input channels): its blocked backward-data is 3-4x
+ * slower than anything else, and im2col/col2im + sgemm is the fastest there.
+ * With this choice the 21 shapes take 250 ms (data) + 265 ms (weights)
+ * against 249 ms forward: the backward costs about twice the forward, as
+ * expected from its arithmetic. */
 static int conv_bwd_blocked(const struct nn_geom *g)
 {
     return g->group > 1 || (nn_geom_k_size(g) > 1 && g->n * nn_geom_out_size(g) >= 196);
@@ -693,7 +720,8 @@ static int conv_bwd_blocked(const struct nn_geom *g)
 int nn_conv_backward_data(const struct op_call *c, const struct nn_geom *g, const float *dy,
                           const float *w, float *dx)
 {
-    if (conv_backward_data_dnnl(c, g, dy, w, dx, conv_bwd_blocked(g)) == 0)
+    int few_channels = g->group == 1 && g->c < 16 && nn_geom_k_size(g) > 1;
+    if (!few_channels && conv_backward_data_dnnl(c, g, dy, w, dx, conv_bwd_blocked(g)) == 0)
         return 0;
     return nn_conv_backward_data_gemm(c, g, dy, w, dx);
 }
