@@ -1,5 +1,6 @@
 # Model-zoo end-to-end checks: one CTest case per generated model (tiny
-# configuration), each run by onnxruntime and by dtrexec and compared
+# configuration), each run by onnxruntime and by dtrexec and compared, and
+# one per model that trains it a few steps in dtrexec (the loss must fall)
 # (tests/models_check.py; needs python3 with numpy, onnx, onnxruntime).
 # Included from tests/CMakeLists.txt.
 find_package(Python3 COMPONENTS Interpreter)
@@ -9,6 +10,10 @@ if(Python3_Interpreter_FOUND)
       COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/models_check.py
               --models ${model} --dtrexec $<TARGET_FILE:dtrexec>)
     set_tests_properties(models_${model} PROPERTIES LABELS models TIMEOUT 300)
+    add_test(NAME models_train_${model}
+      COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/models_check.py
+              --models ${model} --train --dtrexec $<TARGET_FILE:dtrexec>)
+    set_tests_properties(models_train_${model} PROPERTIES LABELS models TIMEOUT 300)
   endforeach()
   # Variants exercising other operators: Resize instead of ConvTranspose,
   # the opset-20 Gelu operator, Dropout nodes at inference.

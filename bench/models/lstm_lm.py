@@ -4,8 +4,12 @@ vocabulary.
 input_ids int64 [N, L] -> Gather embedding [N, L, E] -> Transpose to the
 ONNX LSTM's [L, N, E] layout -> per layer an LSTM node (forward direction,
 zero initial state; output Y [L, 1, N, H]) and a Squeeze of the direction
-axis -> Transpose back to [N, L, H] -> MatMul + Add to "logits" [N, L, vocab].
-Weights are uniform in +-1/sqrt(H), PyTorch's LSTM initialization.
+axis -> Transpose back to [N, L, H] -> MatMul + Add -> Reshape to "logits"
+[N*L, vocab], flattened the way PyTorch language models feed their loss
+(logits.view(-1, V)): 2-D logits make dtrexec's --loss auto a cross-entropy
+against labels int64 [N*L] (next-token ids, row n*L + t for sequence n,
+position t). Weights are uniform in +-1/sqrt(H), PyTorch's LSTM
+initialization.
 """
 
 import numpy as np
@@ -39,5 +43,6 @@ def build(batch=1, seed=0, seq=64, layers=2, embed=512, hidden=512, vocab=10000)
         cin = hidden
     x = b.node("Transpose", [x], "decoder.to_batch_major", perm=[1, 0, 2])
     x = b.linear(x, "decoder", hidden, vocab)
+    x = b.node("Reshape", [x, b.ints("decoder.flat_shape", [-1, vocab])], "decoder.flatten")
     b.output(x, rename="logits")
     return b.build(f"lstm_lm: {layers} LSTM layers, embed {embed}, hidden {hidden}, vocab {vocab}, seq {seq}")
