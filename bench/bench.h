@@ -148,4 +148,185 @@ int sweep_write_svg(const char *path, const struct sweep_row *rows, size_t n, ch
  * (end of the simulator section)
  * ====================================================================== */
 
+/* ======================================================================
+ * Static checkpointing: graphs with names, schedules, planners.
+ * (bench/planners_graph.c, bench/schedule.c, bench/planners.c,
+ *  bench/milp.c with bench/milp_highs.py, bench/planners_compare.c)
+ *
+ * Memory accounting (Checkmate's, Jain et al. 2020): while node v runs, the
+ * memory in use is the parameters of every node (param_cost, resident for
+ * the whole step) + the output bytes of every resident value + v's own
+ * output bytes; v's inputs are still resident then. A free returns a
+ * value's bytes at once. The peak is the largest such sum over the run
+ * steps. A schedule that runs every node once, in the graph's topological
+ * order, and frees each value after its last reader ("checkpoint-all")
+ * has exactly the peak of the simulator's unbudgeted replay
+ * (sim_baseline_run), so budget ratios mean the same thing for DTR and for
+ * the planners.
+ * ====================================================================== */
+
+/* A static graph with its node names, nodes indexed in topological order
+ * (the same order as sim_program_load_graph: the graph's own `order` when
+ * it has a valid one, else smallest file position first). */
+struct plan_graph {
+    char *path;
+    char *name;              /* the file's base name */
+    char sha256[65];         /* of the file's bytes, lower-case hex */
+    uint32_t n;
+    char **names;            /* "name" (Checkmate layout) or the id as text */
+    double *cost;            /* cost_cpu / duration */
+    uint64_t *bytes;         /* cost_ram / out_cost */
+    uint8_t *backward;       /* 1: a backward node ("backward": true) */
+    uint8_t *sink;           /* 1: no successor; a graph output, resident at the end */
+    uint64_t param_bytes;    /* sum of param_cost, resident throughout */
+    uint32_t *pred_at;       /* n + 1 offsets into preds (duplicates removed) */
+    uint32_t *preds;
+    uint32_t *succ_at;       /* n + 1 offsets into succs */
+    uint32_t *succs;
+    uint32_t n_edges;        /* distinct (pred, succ) pairs */
+};
+int plan_graph_load(const char *path, struct plan_graph *g, char *err, size_t err_size);
+void plan_graph_free(struct plan_graph *g);
+/* Node index by name, or -1. */
+int32_t plan_graph_find(const struct plan_graph *g, const char *name);
+/* Sum of every node's cost: the compute of one plain pass, the unit of
+ * every overhead ratio. */
+double plan_graph_compute(const struct plan_graph *g);
+/* A lower bound of any schedule's peak: parameters + the largest
+ * (inputs + output) of one node, and the outputs kept at the end. */
+uint64_t plan_graph_min_peak(const struct plan_graph *g);
+/* SHA-256 of a file as lower-case hex (65 bytes with the NUL). */
+int plan_file_sha256(const char *path, char hex[65], char *err, size_t err_size);
+
+/* A schedule: a straight list of run and free steps over node indices. */
+enum schedule_step_kind {
+    SCHEDULE_RUN = 0,
+    SCHEDULE_FREE,
+};
+struct schedule_step {
+    uint8_t kind;
+    uint8_t recompute;       /* runs: the file said "recompute": true (informative) */
+    uint32_t node;
+    uint32_t src;            /* index of the step in the file (a free of k names is k steps) */
+    int32_t stage;           /* stages form: its stage, else -1 */
+};
+struct schedule_solver {
+    char name[48];           /* "checkpoint-all", "checkmate-milp", ... */
+    char status[32];         /* "optimal", "time_limit", "rounded", "heuristic" ... */
+    double seconds;          /* planning time, solver included */
+    double solve_seconds;    /* the MILP/LP solver's own time; NaN when none */
+    double objective;        /* the solver's objective (cost units); NaN when none */
+    double bound;            /* its best lower bound; NaN when none */
+    double gap;              /* (objective - bound) / objective; NaN when none */
+    double time_limit;       /* seconds; 0 none */
+    char backend[32];        /* "highs", "" */
+};
+struct schedule {
+    struct schedule_step *steps;
+    uint32_t n_steps, cap_steps;
+    uint64_t budget_bytes;   /* 0: none given */
+    char graph_file[256];    /* "graph": {"file"}: informative */
+    char graph_sha256[65];   /* "" when absent */
+    struct schedule_solver solver;
+};
+void schedule_init(struct schedule *s);
+void schedule_free(struct schedule *s);
+int schedule_push(struct schedule *s, enum schedule_step_kind kind, uint32_t node, int recompute);
+
+/* Reads a schedule file (DESIGN.md "Schedule": the steps form or the
+ * stages form, which is lowered to steps: stage t runs its R nodes in
+ * topological order; a value is freed after its last use in stage t when
+ * the next stage does not keep it (S), at the start of stage t when it is
+ * kept into t but neither used in t nor kept after it; in the last stage
+ * the graph's outputs are kept). Checks the format and node names against
+ * g, and the graph's sha256 when the file gives one. Errors name the step
+ * (and stage). Does not check residency or memory: see schedule_simulate. */
+int schedule_load(const char *path, const struct plan_graph *g, struct schedule *s, char *err, size_t err_size);
+int schedule_parse(const char *text, size_t len, const struct plan_graph *g, struct schedule *s, char *err,
+                   size_t err_size);
+/* Writes s in the steps form (consecutive frees as one {"free": [...]}). */
+int schedule_save(const char *path, const struct plan_graph *g, const struct schedule *s, char *err, size_t err_size);
+
+struct schedule_result {
+    double baseline_compute; /* plan_graph_compute */
+    double total_compute;    /* sum of the costs of every run step */
+    double remat_compute;    /* of the runs of nodes run before */
+    double overhead;         /* total / baseline */
+    uint64_t peak_bytes;     /* see the accounting above */
+    uint32_t peak_step;      /* the first step that reaches the peak */
+    uint32_t runs, recomputes, frees;
+};
+/* Replays s on g and checks it: every input resident when a node runs, no
+ * node run while its own output is resident, no free of a value that is
+ * not resident, every graph output resident at the end, and the peak
+ * within budget_bytes (when not 0). Returns 0, or -1 with the first
+ * violation and its step index in err (r is filled up to there). */
+int schedule_simulate(const struct plan_graph *g, const struct schedule *s, uint64_t budget_bytes,
+                      struct schedule_result *r, char *err, size_t err_size);
+
+/* Frees of a list of runs: each value is freed right after its last read
+ * before it is run again (or right after its run when nothing reads it),
+ * graph outputs stay. Replaces s's steps. */
+int schedule_insert_frees(const struct plan_graph *g, struct schedule *s, char *err, size_t err_size);
+
+/* Planners. Each makes a schedule of g within budget_bytes (0: none) or
+ * returns PLAN_INFEASIBLE with the reason in err. */
+enum plan_status {
+    PLAN_OK = 0,
+    PLAN_ERROR = -1,          /* bad input or internal failure (err says) */
+    PLAN_INFEASIBLE = 1,      /* no schedule of this kind fits the budget */
+};
+enum plan_solver {
+    PLAN_CHECKPOINT_ALL = 0,
+    PLAN_CHEN_SQRTN,
+    PLAN_CHEN_GREEDY,
+    PLAN_GRIEWANK,
+    PLAN_CHECKMATE_MILP,
+    PLAN_CHECKMATE_LP,        /* LP relaxation + two-phase rounding */
+    PLAN_SOLVER_COUNT
+};
+const char *plan_solver_name(enum plan_solver s);
+int plan_solver_parse(const char *name, enum plan_solver *out);
+struct plan_options {
+    double time_limit_s;      /* MILP/LP: 0 none */
+    int threads;              /* MILP/LP: 0 the solver's default */
+    int verbose;              /* solver log on stderr */
+    const char *keep_model;   /* when set, the LP model is written here too */
+};
+void plan_options_default(struct plan_options *o);
+enum plan_status plan_make(const struct plan_graph *g, enum plan_solver solver, uint64_t budget_bytes,
+                           const struct plan_options *o, struct schedule *out, char *err, size_t err_size);
+/* Checkmate's MILP (or its LP relaxation with rounding), solved by HiGHS
+ * through bench/milp_highs.py (python3 and highspy). */
+enum plan_status plan_checkmate(const struct plan_graph *g, uint64_t budget_bytes, int relax,
+                                const struct plan_options *o, struct schedule *out, char *err, size_t err_size);
+/* Lowers a stage matrix S (T x T, row t = values kept at the start of stage
+ * t) to a schedule: R by Checkmate's closure (each stage computes its own
+ * node, what the next stage keeps and is not kept now, and every missing
+ * input of those), then runs in stage order and frees after last use. */
+int plan_schedule_from_s(const struct plan_graph *g, const uint8_t *S, struct schedule *out, char *err,
+                         size_t err_size);
+
+/* Comparison of DTR heuristics and planners per budget (dtrexec bench). */
+struct compare_row {
+    const char *model;        /* not owned */
+    char method[48];          /* heuristic or solver name */
+    int is_solver;
+    double ratio;             /* budget / checkpoint-all peak */
+    uint64_t budget_bytes;
+    int ok;                   /* a schedule / a completed run within the budget */
+    char outcome[32];         /* "pass", "OOM", "infeasible", "time_limit", "error", ... */
+    double overhead;
+    uint64_t peak_bytes;
+    double solve_s;           /* planning (or simulation) time */
+    double gap;               /* solvers: optimality gap, NaN otherwise */
+};
+int compare_write_csv(const char *path, const struct compare_row *rows, size_t n, char *err, size_t err_size);
+/* Overhead against budget ratio, a line per method, a panel per model. */
+int compare_write_svg(const char *path, const struct compare_row *rows, size_t n, char *err, size_t err_size);
+
+/* ======================================================================
+ * (end of the static checkpointing section)
+ * ====================================================================== */
+
 #endif

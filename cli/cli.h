@@ -16,6 +16,7 @@ int cmd_run(int argc, char **argv);    /* dtrexec MODEL.onnx [options] */
 int cmd_check(int argc, char **argv);  /* dtrexec check DIR... */
 int cmd_sim(int argc, char **argv);    /* dtrexec sim TRACE|GRAPH ... */
 int cmd_bench(int argc, char **argv);  /* dtrexec bench ... */
+int cmd_plan(int argc, char **argv);   /* dtrexec plan GRAPH --solver S ... */
 int cmd_ops(int argc, char **argv);
 int cmd_gradcheck(int argc, char **argv); /* dtrexec gradcheck MODEL.onnx: backward vs finite differences */    /* dtrexec ops: the operator registry */
 

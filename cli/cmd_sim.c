@@ -1,5 +1,7 @@
 /* cli/cmd_sim.c — `dtrexec sim TRACE|GRAPH`: replay an op log or a static
- * graph under DTR with a simulated clock and memory counter (bench/sim.c). */
+ * graph under DTR with a simulated clock and memory counter (bench/sim.c);
+ * with --plan, replay and check a static schedule on a graph instead
+ * (bench/schedule.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +27,12 @@ static void sim_usage(FILE *f)
             "  --sample-sqrt         score about sqrt(n) random candidates per eviction\n"
             "  --seed N              seed of random choices (default 1)\n"
             "  --json                one JSON object on stdout\n"
-            "Exit status: 0 completed, 1 bad input, 2 out of memory or remat limit exceeded, 3 internal.\n");
+            "  --plan SCHEDULE.json  replay a static schedule on GRAPH: compute, peak and overhead\n"
+            "                        against checkpoint-all, with the schedule's checks (inputs\n"
+            "                        resident, no double free, outputs kept, peak within its\n"
+            "                        budget_bytes or --budget); errors name the step\n"
+            "Exit status: 0 completed, 1 bad input (or an invalid schedule), 2 out of memory or\n"
+            "remat limit exceeded, 3 internal.\n");
 }
 
 /* "0.5", "0.5x" -> ratio; "4GB", "1000000" -> bytes. Returns -1 when neither. */
@@ -90,8 +97,89 @@ static void print_json(const char *model, const struct sim_options *o, const str
     printf("}\n");
 }
 
+/* `sim GRAPH --plan SCHEDULE.json`: the schedule's compute and peak. */
+static int sim_plan(const char *graph_path, const char *plan_path, const char *budget_text, int json)
+{
+    char err[600];
+    struct plan_graph g;
+    if (plan_graph_load(graph_path, &g, err, sizeof err)) {
+        fprintf(stderr, "dtrexec sim: %s\n", err);
+        return CLI_EXIT_USAGE;
+    }
+    struct schedule s, all;
+    struct schedule_result r, base;
+    int rc = CLI_EXIT_OK;
+    schedule_init(&s);
+    if (plan_make(&g, PLAN_CHECKPOINT_ALL, 0, NULL, &all, err, sizeof err) ||
+        schedule_simulate(&g, &all, 0, &base, err, sizeof err)) {
+        fprintf(stderr, "dtrexec sim: %s: %s\n", graph_path, err);
+        schedule_free(&all);
+        plan_graph_free(&g);
+        return CLI_EXIT_INTERNAL;
+    }
+    schedule_free(&all);
+    if (schedule_load(plan_path, &g, &s, err, sizeof err)) {
+        fprintf(stderr, "dtrexec sim: %s\n", err);
+        rc = CLI_EXIT_USAGE;
+        goto out;
+    }
+    uint64_t budget = s.budget_bytes;
+    if (budget_text) {
+        double ratio;
+        if (cli_sim_parse_budget(budget_text, &ratio, &budget)) {
+            fprintf(stderr, "dtrexec sim: --budget '%s' is neither a ratio nor a size\n", budget_text);
+            rc = CLI_EXIT_USAGE;
+            goto out;
+        }
+        if (ratio > 0)
+            budget = (uint64_t)((double)base.peak_bytes * ratio);
+    }
+    if (schedule_simulate(&g, &s, budget, &r, err, sizeof err)) {
+        fprintf(stderr, "dtrexec sim: %s: %s\n", plan_path, err);
+        rc = CLI_EXIT_USAGE;
+        goto out;
+    }
+    if (json) {
+        printf("{\"model\": ");
+        json_write_string(stdout, g.name);
+        printf(", \"schedule\": ");
+        json_write_string(stdout, plan_path);
+        printf(", \"solver\": ");
+        json_write_string(stdout, s.solver.name);
+        printf(", \"outcome\": \"pass\", \"oom\": false, \"remat_exceeded\": false");
+        printf(", \"budget_bytes\": %llu, \"baseline_peak_bytes\": %llu, \"peak_bytes\": %llu, \"peak_step\": %u",
+               (unsigned long long)budget, (unsigned long long)base.peak_bytes, (unsigned long long)r.peak_bytes,
+               r.peak_step);
+        printf(", \"pinned_bytes\": %llu, \"baseline_compute\": ", (unsigned long long)g.param_bytes);
+        json_write_number(stdout, r.baseline_compute);
+        printf(", \"total_compute\": ");
+        json_write_number(stdout, r.total_compute);
+        printf(", \"remat_compute\": ");
+        json_write_number(stdout, r.remat_compute);
+        printf(", \"overhead\": ");
+        json_write_number(stdout, r.overhead);
+        printf(", \"runs\": %u, \"remats\": %u, \"frees\": %u, \"steps\": %u}\n", r.runs, r.recomputes, r.frees,
+               s.n_steps);
+    } else {
+        printf("%s: schedule %s (%s) is valid\n", g.name, plan_path, s.solver.name[0] ? s.solver.name : "no solver named");
+        printf("  overhead %.5f (compute %.17g of checkpoint-all's %.17g, recomputed %.17g)\n", r.overhead,
+               r.total_compute, r.baseline_compute, r.remat_compute);
+        printf("  peak %llu bytes at step %u (%.4g of checkpoint-all's %llu)", (unsigned long long)r.peak_bytes,
+               r.peak_step, base.peak_bytes ? (double)r.peak_bytes / (double)base.peak_bytes : 0.0,
+               (unsigned long long)base.peak_bytes);
+        if (budget)
+            printf(", budget %llu", (unsigned long long)budget);
+        printf("\n  %u steps: %u runs (%u recomputations), %u frees\n", s.n_steps, r.runs, r.recomputes, r.frees);
+    }
+out:
+    schedule_free(&s);
+    plan_graph_free(&g);
+    return rc;
+}
+
 int cmd_sim(int argc, char **argv)
 {
+    const char *plan = NULL, *budget_text = NULL;
     const char *path = NULL;
     int json = 0;
     struct sim_options o;
@@ -106,7 +194,11 @@ int cmd_sim(int argc, char **argv)
             json = 1;
         } else if (!strcmp(a, "--sample-sqrt")) {
             o.sample_sqrt = 1;
+        } else if (!strcmp(a, "--plan") && v) {
+            plan = v;
+            i++;
         } else if (!strcmp(a, "--budget") && v) {
+            budget_text = v;
             if (cli_sim_parse_budget(v, &o.budget_ratio, &o.budget_bytes)) {
                 fprintf(stderr, "dtrexec sim: --budget '%s' is neither a ratio nor a size\n", v);
                 return CLI_EXIT_USAGE;
@@ -162,6 +254,8 @@ int cmd_sim(int argc, char **argv)
         sim_usage(stderr);
         return CLI_EXIT_USAGE;
     }
+    if (plan)
+        return sim_plan(path, plan, budget_text, json);
     char err[512];
     struct sim_program prog;
     if (sim_program_load(path, &prog, err, sizeof err)) {

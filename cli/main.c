@@ -17,6 +17,7 @@ static const struct subcommand subcommands[] = {
     { "gradcheck", cmd_gradcheck, "compare the generated gradients with finite differences" },
     { "sim", cmd_sim, "replay an op log or graph under DTR with a simulated clock" },
     { "bench", cmd_bench, "budget sweeps of op logs or graphs in the simulator (CSV, SVG)" },
+    { "plan", cmd_plan, "make a static checkpointing schedule of a graph (Chen, Griewank, Checkmate MILP)" },
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,495 @@
+/* bench/milp.c — Checkmate's optimal rematerialization MILP (Jain et al.,
+ * "Checkmate: Breaking the Memory Wall with Optimal Tensor
+ * Rematerialization", MLSys 2020), built here and solved by HiGHS through
+ * bench/milp_highs.py; and its LP relaxation with Checkmate's two-phase
+ * rounding (round S by a threshold, then recompute R by the closure).
+ *
+ * The model (T = nodes in topological order, stage t computes node t):
+ *   R[t,i] = 1: stage t computes node i (i <= t; R[t,t] = 1)
+ *   S[t,i] = 1: the value of i is kept from stage t-1 into t (i < t)
+ *   F[t,i,k] = 1: after computing k in stage t, free i (an input of k, or k)
+ *   U[t,k]: memory in use while stage t computes k (continuous, <= budget)
+ * minimise sum cost[i] R[t,i] subject to
+ *   S[t+1,i] <= S[t,i] + R[t,i]                (kept values come from somewhere)
+ *   R[t,v] <= R[t,u] + S[t,u] for edges u->v   (inputs present)
+ *   F[t,i,k] = R[t,k] (1 - S[t+1,i]) prod_{j in succ(i), k<j<=t} (1 - R[t,j]),
+ *     linearised with Checkmate's hazard counts (two rows each)
+ *   U[t,0] = M0 R[t,0] + sum_i M_i S[t,i]
+ *   U[t,k+1] = U[t,k] + M_{k+1} R[t,k+1] - sum_{i in pred(k) + k} M_i F[t,i,k]
+ * Graph outputs (sinks) must survive: S[t,i] = 1 for t > i, and they are
+ * never freed in the last stage. Memory is in units of the gcd of the
+ * sizes (coarser, rounded conservatively, when that would make the numbers
+ * too large for the solver); parameters come off the budget first.
+ *
+ * Python is used only as the solver's front end: the C side writes the
+ * model (CPLEX LP format), reads back S, lowers it and validates the
+ * schedule itself. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+#include "bench/json.h"
+
+extern char **environ;
+
+static uint64_t gcd64(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* Writes the model; budget_units: U's bound. Returns 0 or -1. */
+static int write_lp(const char *path, const struct plan_graph *g, const double *M, double budget_units, int relax)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    uint32_t T = g->n;
+    /* objective */
+    fprintf(f, "Minimize\n obj:");
+    int col = 0;
+    for (uint32_t t = 0; t < T; t++)
+        for (uint32_t i = 0; i <= t; i++)
+            if (g->cost[i] > 0) {
+                fprintf(f, " + %.17g R%u_%u", g->cost[i], t, i);
+                if (++col % 8 == 0)
+                    fprintf(f, "\n");
+            }
+    if (!col)
+        fprintf(f, " 0 R0_0");
+    fprintf(f, "\nSubject To\n");
+    for (uint32_t t = 0; t < T; t++) {
+        /* kept values come from somewhere: S[t+1,i] <= S[t,i] + R[t,i] */
+        if (t + 1 < T)
+            for (uint32_t i = 0; i < t; i++)
+                fprintf(f, " k%u_%u: S%u_%u - S%u_%u - R%u_%u <= 0\n", t, i, t + 1, i, t, i, t, i);
+        /* inputs present */
+        for (uint32_t v = 0; v <= t; v++)
+            for (uint32_t q = g->pred_at[v]; q < g->pred_at[v + 1]; q++) {
+                uint32_t u = g->preds[q];
+                fprintf(f, " d%u_%u_%u: R%u_%u - R%u_%u - S%u_%u <= 0\n", t, u, v, t, v, t, u, t, u);
+            }
+        /* frees: hazards h = 1 - R[t,k] + S[t+1,i] + sum R[t,j] (+1 for an
+         * output in the last stage); F = 1 exactly when h = 0:
+         *   1 - F <= h   and   maxh (1 - F) >= h */
+        for (uint32_t k = 0; k <= t; k++)
+            for (uint32_t q = g->pred_at[k]; q <= g->pred_at[k + 1]; q++) {
+                uint32_t i = q < g->pred_at[k + 1] ? g->preds[q] : k;
+                int last_out = g->sink[i] && t + 1 == T;
+                int maxh = 1 + (t + 1 < T) + last_out;
+                for (uint32_t p = g->succ_at[i]; p < g->succ_at[i + 1]; p++)
+                    maxh += g->succs[p] > k && g->succs[p] <= t;
+                char keep[40] = "";
+                if (t + 1 < T)
+                    snprintf(keep, sizeof keep, " - S%u_%u", t + 1, i);
+                /* fa: -F + R[t,k] - S[t+1,i] - sum R <= last_out
+                 * fb: -maxh F + R[t,k] - S[t+1,i] - sum R >= 1 + last_out - maxh */
+                for (int row = 0; row < 2; row++) {
+                    if (row == 0)
+                        fprintf(f, " fa%u_%u_%u: - F%u_%u_%u + R%u_%u%s", t, i, k, t, i, k, t, k, keep);
+                    else
+                        fprintf(f, " fb%u_%u_%u: - %d F%u_%u_%u + R%u_%u%s", t, i, k, maxh, t, i, k, t, k, keep);
+                    int c = 0;
+                    for (uint32_t p = g->succ_at[i]; p < g->succ_at[i + 1]; p++) {
+                        uint32_t j = g->succs[p];
+                        if (j > k && j <= t)
+                            fprintf(f, "%s - R%u_%u", ++c % 8 == 0 ? "\n" : "", t, j);
+                    }
+                    if (row == 0)
+                        fprintf(f, " <= %d\n", last_out);
+                    else
+                        fprintf(f, " >= %d\n", 1 + last_out - maxh);
+                }
+            }
+        /* memory */
+        fprintf(f, " u%u_0: U%u_0 - %.17g R%u_0", t, t, M[0], t);
+        for (uint32_t i = 0; i < t; i++)
+            if (M[i] > 0)
+                fprintf(f, "%s - %.17g S%u_%u", i % 8 == 7 ? "\n" : "", M[i], t, i);
+        fprintf(f, " = 0\n");
+        for (uint32_t k = 0; k + 1 <= t; k++) {
+            fprintf(f, " u%u_%u: U%u_%u - U%u_%u - %.17g R%u_%u", t, k + 1, t, k + 1, t, k, M[k + 1], t, k + 1);
+            for (uint32_t q = g->pred_at[k]; q <= g->pred_at[k + 1]; q++) {
+                uint32_t i = q < g->pred_at[k + 1] ? g->preds[q] : k;
+                if (M[i] > 0)
+                    fprintf(f, " + %.17g F%u_%u_%u", M[i], t, i, k);
+            }
+            fprintf(f, " = 0\n");
+        }
+    }
+    fprintf(f, "Bounds\n");
+    for (uint32_t t = 0; t < T; t++) {
+        fprintf(f, " R%u_%u = 1\n", t, t);
+        for (uint32_t k = 0; k <= t; k++)
+            fprintf(f, " 0 <= U%u_%u <= %.17g\n", t, k, budget_units);
+        for (uint32_t i = 0; i < t; i++)
+            if (g->sink[i])
+                fprintf(f, " S%u_%u = 1\n", t, i);
+        if (relax) {
+            /* an LP: every 0/1 variable in [0, 1] */
+            for (uint32_t i = 0; i < t; i++)
+                fprintf(f, " R%u_%u <= 1\n S%u_%u <= 1\n", t, i, t, i);
+            for (uint32_t k = 0; k <= t; k++)
+                for (uint32_t q = g->pred_at[k]; q <= g->pred_at[k + 1]; q++)
+                    fprintf(f, " F%u_%u_%u <= 1\n", t, q < g->pred_at[k + 1] ? g->preds[q] : k, k);
+        }
+    }
+    if (!relax) {
+        fprintf(f, "Binary\n");
+        for (uint32_t t = 0; t < T; t++) {
+            for (uint32_t i = 0; i < t; i++)
+                fprintf(f, " R%u_%u S%u_%u\n", t, i, t, i);
+            for (uint32_t k = 0; k <= t; k++)
+                for (uint32_t q = g->pred_at[k]; q <= g->pred_at[k + 1]; q++)
+                    fprintf(f, " F%u_%u_%u\n", t, q < g->pred_at[k + 1] ? g->preds[q] : k, k);
+        }
+    }
+    fprintf(f, "End\n");
+    return fclose(f) ? -1 : 0;
+}
+
+static const char *script_path(void)
+{
+    const char *env = getenv("DTRX_MILP_SCRIPT");
+    if (env && *env)
+        return env;
+    /* beside this source file: __FILE__ is absolute in CMake builds */
+    static char buf[1024];
+    snprintf(buf, sizeof buf, "%s", __FILE__);
+    char *slash = strrchr(buf, '/');
+    if (!slash)
+        return "bench/milp_highs.py";
+    snprintf(slash + 1, sizeof buf - (size_t)(slash + 1 - buf), "milp_highs.py");
+    return buf;
+}
+
+/* Runs the solver script; 0 when it exited 0. */
+static int run_solver(const char *lp, const char *sol, const struct plan_options *o, char *err, size_t err_size)
+{
+    const char *py = getenv("DTRX_PYTHON");
+    if (!py || !*py)
+        py = "python3";
+    const char *script = script_path();
+    if (access(script, R_OK)) {
+        snprintf(err, err_size, "the solver script %s is missing (set DTRX_MILP_SCRIPT)", script);
+        return -1;
+    }
+    char tl[32], th[32];
+    snprintf(tl, sizeof tl, "%g", o->time_limit_s > 0 ? o->time_limit_s : 0.0);
+    snprintf(th, sizeof th, "%d", o->threads > 0 ? o->threads : 0);
+    char *argv[] = { (char *)py, (char *)script, (char *)lp, (char *)sol, "--time-limit", tl, "--threads", th,
+                     o->verbose ? "--verbose" : "--quiet", NULL };
+    pid_t pid;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    if (!o->verbose)
+        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    int e = posix_spawnp(&pid, py, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (e) {
+        snprintf(err, err_size, "cannot start %s: %s", py, strerror(e));
+        return -1;
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) {
+            snprintf(err, err_size, "waiting for the solver: %s", strerror(errno));
+            return -1;
+        }
+    if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+        snprintf(err, err_size, "the solver (%s %s) failed (exit %d); is highspy installed? (pip install highspy)", py,
+                 script, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        return -1;
+    }
+    return 0;
+}
+
+struct lp_solution {
+    char status[32];         /* optimal, infeasible, time_limit, ... */
+    int has_solution;
+    double objective, bound, gap, seconds;
+    float *S;                /* T x T */
+};
+
+static int read_solution(const char *path, uint32_t T, struct lp_solution *s, char *err, size_t err_size)
+{
+    struct json_value root;
+    if (json_parse_file(path, &root, err, err_size))
+        return -1;
+    int rc = -1;
+    const char *st = json_string(json_get(&root, "status"));
+    snprintf(s->status, sizeof s->status, "%s", st ? st : "unknown");
+    const struct json_value *hs = json_get(&root, "has_solution");
+    s->has_solution = hs && hs->type == JSON_TRUE;
+    s->objective = s->bound = s->gap = s->seconds = NAN;
+    json_as_double(json_get(&root, "objective"), &s->objective);
+    json_as_double(json_get(&root, "bound"), &s->bound);
+    json_as_double(json_get(&root, "gap"), &s->gap);
+    json_as_double(json_get(&root, "seconds"), &s->seconds);
+    s->S = calloc((size_t)T * T + 1, sizeof *s->S);
+    if (!s->S) {
+        snprintf(err, err_size, "out of memory");
+        goto out;
+    }
+    const struct json_value *jS = json_get(&root, "S");
+    if (s->has_solution && (!jS || jS->type != JSON_ARRAY)) {
+        snprintf(err, err_size, "%s: no \"S\" list in the solver's answer", path);
+        goto out;
+    }
+    for (size_t k = 0; jS && k < jS->u.array.n; k++) {
+        const struct json_value *e = &jS->u.array.items[k];
+        int64_t t, i;
+        double x;
+        if (e->type != JSON_ARRAY || e->u.array.n != 3 || json_as_int64(&e->u.array.items[0], &t) ||
+            json_as_int64(&e->u.array.items[1], &i) || json_as_double(&e->u.array.items[2], &x) || t < 0 ||
+            (uint64_t)t >= T || i < 0 || i >= t) {
+            snprintf(err, err_size, "%s: bad S entry %zu", path, k);
+            goto out;
+        }
+        s->S[(size_t)t * T + (size_t)i] = (float)x;
+    }
+    rc = 0;
+out:
+    json_free(&root);
+    if (rc) {
+        free(s->S);
+        s->S = NULL;
+    }
+    return rc;
+}
+
+/* A temporary folder for the model and the answer. */
+static int make_workdir(char *dir, size_t n, char *err, size_t err_size)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, n, "%s/dtrexec-milp-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) {
+        snprintf(err, err_size, "%s: %s", dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static void remove_workdir(const char *dir, const char *lp, const char *sol)
+{
+    unlink(lp);
+    unlink(sol);
+    rmdir(dir);
+}
+
+static int copy_file(const char *from, const char *to)
+{
+    FILE *a = fopen(from, "rb"), *b = a ? fopen(to, "wb") : NULL;
+    char buf[65536];
+    size_t k;
+    int rc = a && b ? 0 : -1;
+    while (!rc && (k = fread(buf, 1, sizeof buf, a)) > 0)
+        if (fwrite(buf, 1, k, b) != k)
+            rc = -1;
+    if (a)
+        fclose(a);
+    if (b && fclose(b))
+        rc = -1;
+    return rc;
+}
+
+/* Writes, solves and reads one model. */
+static int solve_model(const struct plan_graph *g, const double *M, double budget_units, int relax,
+                       const struct plan_options *o, struct lp_solution *sol, char *err, size_t err_size)
+{
+    char dir[512], lp[600], out[600];
+    if (make_workdir(dir, sizeof dir, err, err_size))
+        return -1;
+    snprintf(lp, sizeof lp, "%s/model.lp", dir);
+    snprintf(out, sizeof out, "%s/solution.json", dir);
+    int rc = -1;
+    if (write_lp(lp, g, M, budget_units, relax)) {
+        snprintf(err, err_size, "%s: cannot write the model: %s", lp, strerror(errno));
+        goto done;
+    }
+    if (o->keep_model && copy_file(lp, o->keep_model)) {
+        snprintf(err, err_size, "%s: cannot write the model", o->keep_model);
+        goto done;
+    }
+    if (run_solver(lp, out, o, err, err_size) || read_solution(out, g->n, sol, err, err_size))
+        goto done;
+    rc = 0;
+done:
+    remove_workdir(dir, lp, out);
+    return rc;
+}
+
+enum plan_status plan_checkmate(const struct plan_graph *g, uint64_t budget_bytes, int relax,
+                                const struct plan_options *o, struct schedule *out, char *err, size_t err_size)
+{
+    uint32_t T = g->n;
+    struct schedule_result r;
+    char e[400];
+    snprintf(out->solver.backend, sizeof out->solver.backend, "highs");
+    out->solver.time_limit = o->time_limit_s;
+    /* Every node runs at least once, so when checkpoint-all fits it is
+     * optimal: no model to solve. */
+    struct schedule all;
+    schedule_init(&all);
+    for (uint32_t v = 0; v < T; v++)
+        if (schedule_push(&all, SCHEDULE_RUN, v, 0)) {
+            schedule_free(&all);
+            snprintf(err, err_size, "out of memory");
+            return PLAN_ERROR;
+        }
+    if (schedule_insert_frees(g, &all, err, err_size) || schedule_simulate(g, &all, 0, &r, e, sizeof e)) {
+        schedule_free(&all);
+        return PLAN_ERROR;
+    }
+    if (!budget_bytes || r.peak_bytes <= budget_bytes) {
+        schedule_free(out);
+        *out = all;
+        snprintf(out->solver.status, sizeof out->solver.status, "optimal");
+        snprintf(out->solver.backend, sizeof out->solver.backend, "none: checkpoint-all fits");
+        out->solver.objective = out->solver.bound = r.total_compute;
+        out->solver.gap = 0;
+        out->solver.solve_seconds = 0;
+        return PLAN_OK;
+    }
+    schedule_free(&all);
+    if (budget_bytes <= g->param_bytes) {
+        snprintf(err, err_size, "the parameters alone (%llu bytes) fill the budget of %llu bytes",
+                 (unsigned long long)g->param_bytes, (unsigned long long)budget_bytes);
+        return PLAN_INFEASIBLE;
+    }
+    /* memory units */
+    uint64_t unit = 0, maxb = 0;
+    for (uint32_t i = 0; i < T; i++) {
+        unit = gcd64(unit, g->bytes[i]);
+        if (g->bytes[i] > maxb)
+            maxb = g->bytes[i];
+    }
+    if (!unit)
+        unit = 1;
+    if (maxb / unit > 1000000)
+        unit = (maxb + 999999) / 1000000;
+    double *M = malloc((T + 1) * sizeof *M);
+    uint8_t *S = malloc((size_t)T * T + 1);
+    if (!M || !S) {
+        free(M);
+        free(S);
+        snprintf(err, err_size, "out of memory");
+        return PLAN_ERROR;
+    }
+    for (uint32_t i = 0; i < T; i++)
+        M[i] = (double)((g->bytes[i] + unit - 1) / unit);
+    double budget_units = floor((double)(budget_bytes - g->param_bytes) / (double)unit);
+    enum plan_status rc = PLAN_ERROR;
+    struct lp_solution sol = { 0 };
+    if (!relax) {
+        if (solve_model(g, M, budget_units, 0, o, &sol, err, err_size))
+            goto done;
+        out->solver.solve_seconds = sol.seconds;
+        out->solver.objective = sol.objective;
+        out->solver.bound = sol.bound;
+        out->solver.gap = sol.gap;
+        snprintf(out->solver.status, sizeof out->solver.status, "%s", sol.status);
+        if (!strcmp(sol.status, "infeasible")) {
+            snprintf(err, err_size, "infeasible: no schedule of %s fits %llu bytes (the MILP is infeasible, %.3g s)",
+                     g->name, (unsigned long long)budget_bytes, sol.seconds);
+            rc = PLAN_INFEASIBLE;
+            goto done;
+        }
+        if (!sol.has_solution) {
+            snprintf(err, err_size, "no schedule found within %.3g s (solver status %s; not proven infeasible)",
+                     sol.seconds, sol.status);
+            rc = PLAN_INFEASIBLE;
+            goto done;
+        }
+        for (size_t k = 0; k < (size_t)T * T; k++)
+            S[k] = sol.S[k] > 0.5f;
+        if (plan_schedule_from_s(g, S, out, err, err_size))
+            goto done;
+        if (schedule_simulate(g, out, budget_bytes, &r, e, sizeof e)) {
+            snprintf(err, err_size, "internal: the MILP's schedule does not validate: %s", e);
+            goto done;
+        }
+        rc = PLAN_OK;
+        goto done;
+    }
+    /* LP relaxation, solved below the budget (Checkmate uses 0.9 of it) so
+     * that rounding has room; S rounded at several thresholds, R by the
+     * closure; the cheapest schedule within the budget wins. */
+    static const double factors[] = { 0.9, 0.75, 0.5, 1.0 };
+    double best = INFINITY, total_s = 0;
+    struct schedule cand;
+    for (size_t f = 0; f < sizeof factors / sizeof factors[0] && !isfinite(best); f++) {
+        free(sol.S);
+        sol.S = NULL;
+        if (solve_model(g, M, floor(budget_units * factors[f]), 1, o, &sol, err, err_size))
+            goto done;
+        total_s += isnan(sol.seconds) ? 0 : sol.seconds;
+        if (!sol.has_solution) {
+            if (factors[f] == 1.0 || !strcmp(sol.status, "infeasible")) {
+                if (!strcmp(sol.status, "infeasible") && factors[f] < 1.0)
+                    continue;
+                snprintf(err, err_size, "infeasible: %s (the LP relaxation has no solution at %llu bytes)", g->name,
+                         (unsigned long long)budget_bytes);
+                rc = PLAN_INFEASIBLE;
+                goto done;
+            }
+            continue;
+        }
+        for (int th = 1; th <= 9; th++) {
+            for (size_t k = 0; k < (size_t)T * T; k++)
+                S[k] = sol.S[k] >= th / 10.0f - 1e-6f;
+            schedule_init(&cand);
+            if (plan_schedule_from_s(g, S, &cand, err, err_size)) {
+                schedule_free(&cand);
+                goto done;
+            }
+            if (schedule_simulate(g, &cand, 0, &r, e, sizeof e)) {
+                schedule_free(&cand);
+                snprintf(err, err_size, "internal: a rounded schedule does not validate: %s", e);
+                goto done;
+            }
+            if (r.peak_bytes <= budget_bytes && r.total_compute < best) {
+                best = r.total_compute;
+                schedule_free(out);
+                out->steps = cand.steps;
+                out->n_steps = cand.n_steps;
+                out->cap_steps = cand.cap_steps;
+                out->solver.bound = sol.objective;
+            } else {
+                schedule_free(&cand);
+            }
+        }
+    }
+    out->solver.solve_seconds = total_s;
+    if (!isfinite(best)) {
+        snprintf(err, err_size, "no rounding of the LP relaxation fits %llu bytes (try the MILP)",
+                 (unsigned long long)budget_bytes);
+        rc = PLAN_INFEASIBLE;
+        goto done;
+    }
+    snprintf(out->solver.status, sizeof out->solver.status, "rounded");
+    out->solver.objective = best;
+    /* the LP value at a tighter budget is no bound for this budget */
+    out->solver.bound = NAN;
+    rc = PLAN_OK;
+done:
+    free(M);
+    free(S);
+    free(sol.S);
+    return rc;
+}
