@@ -392,23 +392,27 @@ void nn_maxpool_backward(const struct nn_geom *g, const float *x, const float *d
                 for (int64_t ow = 0; ow < g->out[2]; ow++) {
                     int64_t w0 = ow * g->stride[2] - g->pad_lo[2], wlo, whi;
                     tap_range(w0, g->dil[2], g->k[2], g->in[2], &wlo, &whi);
-                    float best = -FLT_MAX;
-                    int64_t arg = -1;
+                    if (dlo >= dhi || hlo >= hhi || wlo >= whi)
+                        continue;      /* a window entirely in the padding */
+                    /* start from the first tap; later taps win only when
+                     * strictly greater (branch-free selects) */
+                    int64_t arg = ((d0 + dlo * g->dil[0]) * g->in[1] + h0 + hlo * g->dil[1]) * g->in[2]
+                                  + w0 + wlo * g->dil[2];
+                    float best = xp[arg];
                     for (int64_t kd = dlo; kd < dhi; kd++) {
                         int64_t id = d0 + kd * g->dil[0];
                         for (int64_t kh = hlo; kh < hhi; kh++) {
-                            int64_t row = (id * g->in[1] + h0 + kh * g->dil[1]) * g->in[2];
+                            int64_t row = (id * g->in[1] + h0 + kh * g->dil[1]) * g->in[2] + w0;
                             for (int64_t kw = wlo; kw < whi; kw++) {
-                                int64_t i = row + w0 + kw * g->dil[2];
-                                if (arg < 0 || xp[i] > best) {
-                                    best = xp[i];
-                                    arg = i;
-                                }
+                                int64_t i = row + kw * g->dil[2];
+                                float v = xp[i];
+                                int gt = v > best;
+                                best = gt ? v : best;
+                                arg = gt ? i : arg;
                             }
                         }
                     }
-                    if (arg >= 0)
-                        dxp[arg] += dyp[(od * g->out[1] + oh) * g->out[2] + ow];
+                    dxp[arg] += dyp[(od * g->out[1] + oh) * g->out[2] + ow];
                 }
             }
         }

@@ -706,6 +706,35 @@ START_TEST(test_batchnorm_running_stats)
 }
 END_TEST
 
+/* MaxPoolGrad routes dy to the same tap the forward's Indices name: the
+ * first maximum in window order, also on ties (x is all equal within rows,
+ * k 2x2 stride 1: overlapping windows with four-way ties). */
+START_TEST(test_maxpool_grad_ties)
+{
+    float x[9] = { 1, 1, 1, 2, 2, 2, 2, 2, 2 }, dy[4] = { 1, 10, 100, 1000 }, dx[9];
+    struct nn_window_attrs a = { .n_kernel = 2, .kernel = { 2, 2 } };
+    struct tensor xt = { .dtype = ONNX_DTYPE_FLOAT, .rank = 4, .dims = { 1, 1, 3, 3 }, .data = x };
+    struct op_call c = bare_call();
+    struct nn_geom g;
+    ck_assert_msg(!nn_geom_resolve(&c, &a, &xt, a.kernel, 1, &g), "geometry: %s", err_buf);
+    g.n = 1;
+    g.c = g.m = 1;
+    g.group = 1;
+    int64_t ind[4];
+    float y[4];
+    ck_assert(!nn_maxpool_forward(&c, &g, ONNX_DTYPE_FLOAT, x, y, ind, 0));
+    nn_maxpool_backward(&g, x, dy, dx);
+    double want[9] = { 0 };
+    for (int o = 0; o < 4; o++)
+        want[ind[o]] += dy[o];
+    /* windows (0,0),(0,1) take row 1's first 2 (index 3, 4); (1,*) likewise */
+    ck_assert_msg(ind[0] == 3 && ind[1] == 4 && ind[2] == 3 && ind[3] == 4,
+                  "forward indices %lld %lld %lld %lld", (long long)ind[0], (long long)ind[1],
+                  (long long)ind[2], (long long)ind[3]);
+    assert_close(dx, want, 9, 0, "MaxPoolGrad on ties");
+}
+END_TEST
+
 START_TEST(test_registry_versions)
 {
     for (int i = 0; nn_ops[i]; i++) {
@@ -731,6 +760,7 @@ int main(void)
     tcase_add_loop_test(tc, test_pool_paths, 0, (int)(sizeof pool_cases / sizeof pool_cases[0]));
     tcase_add_loop_test(tc, test_conv_backward_paths, 0, (int)(sizeof conv_cases / sizeof conv_cases[0]));
     tcase_add_test(tc, test_batchnorm_running_stats);
+    tcase_add_test(tc, test_maxpool_grad_ties);
     tcase_add_test(tc, test_conv_transpose_reference);
     tcase_add_test(tc, test_matmul_broadcast);
     tcase_add_test(tc, test_address_independence);
