@@ -10,6 +10,11 @@
  *    shape (dnnl.c).
  * The measurements behind the choice are in the comment above
  * nn_conv_forward().
+ *
+ * Gradients: ConvGradData and ConvGradWeight (domain dtrexec), oneDNN's
+ * backward-data / backward-weights primitives through the same cache and
+ * runner as the forward, with im2col/col2im + sgemm as the fallback; the
+ * path choice and its measurements are above nn_conv_backward_data().
  */
 #include <math.h>
 #include <stdio.h>

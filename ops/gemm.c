@@ -15,6 +15,12 @@
  * as the rest of the kernels: OpenBLAS's own pthreads would compete with
  * spinning OpenMP workers. For a given shape and thread count the work split
  * is fixed, so repeated calls are bit-identical (DTR recomputation needs it).
+ *
+ * Gradients: Gemm's are Gemm calls with the transposes rearranged; MatMul's
+ * go through MatMulTrans (domain dtrexec), the same batched GEMM reading
+ * either operand transposed in place. Measured like the forward (one
+ * thread, ms): [8,128,768] x [768,3072] forward 47.4, dA 47.7, dB 43.8;
+ * attention [8,12,128,64] x [8,12,64,128] forward 2.0, dA 2.4, dB 2.1.
  */
 #include <cblas.h>
 #include <stdio.h>

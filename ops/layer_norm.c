@@ -11,6 +11,9 @@
  * gradient kernels and as the fallback) is parallel over rows: a mean pass, a
  * variance pass (two-pass, so no cancellation) and the output pass, with
  * eight fixed partial sums combined in a fixed order — deterministic.
+ *
+ * Gradient: LayerNormGrad (domain dtrexec) at the end of the file; [8,128,768]
+ * takes 2.2 ms against 0.36 ms forward (one thread).
  */
 #include <math.h>
 #include <stdio.h>

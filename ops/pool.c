@@ -15,6 +15,9 @@
  * and include-padding averages whose ceil_mode windows run past the padded
  * input (onnx counts only the covered taps; oneDNN divides by the kernel).
  * Window loops keep a fixed order, so results are deterministic.
+ *
+ * Gradients: MaxPoolGrad and AveragePoolGrad (domain dtrexec, our loops, see
+ * the end of the file); GlobalAveragePool's is a Mul and an Expand.
  */
 #include <float.h>
 #include <stdio.h>
