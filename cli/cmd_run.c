@@ -35,6 +35,12 @@ struct run_args {
     const char *labels_path;
     const char *save_path;
     struct dtrx_train_options topts;
+    double budget_bytes;           /* --budget 4GB */
+    double budget_ratio;           /* --budget 0.5x (of the unbudgeted peak) */
+    const char *heuristic;
+    const char *dealloc;
+    const char *trace_path;
+    int verify_remat;
 };
 
 static const char *const optimizer_names[] = { "sgd", "momentum", "adam", "adamw" };
@@ -76,7 +82,10 @@ static void run_usage(FILE *f)
             "training:\n"
             "  --train --steps N --lr F --optimizer sgd|momentum|adam|adamw --loss auto|mse|cross-entropy|sum\n"
             "  --labels FILE  --save OUT.onnx  --freeze PATTERN[,PATTERN]  --momentum F  --nesterov\n"
-            "  --weight-decay F  --adam-bias-correction pytorch|hf\n");
+            "  --weight-decay F  --adam-bias-correction pytorch|hf\n"
+            "memory budget:\n"
+            "  --budget SIZE|Rx  --heuristic dtr|dtr-eq|dtr-local|lru|size|msps|random  --dealloc eager|banish|ignore\n"
+            "  --trace FILE.jsonl  --verify-remat (check every recomputation bit for bit)\n");
 }
 
 static int parse_count(const char *opt, const char *text, long long min, long long *out)
@@ -113,6 +122,10 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
         }
         if (!strcmp(arg, "--train")) {
             a->train = 1;
+            continue;
+        }
+        if (!strcmp(arg, "--verify-remat")) {
+            a->verify_remat = 1;
             continue;
         }
         if (!strcmp(arg, "--nesterov")) {
@@ -201,9 +214,19 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
             a->labels_path = val;
         } else if (!strcmp(arg, "--save")) {
             a->save_path = val;
-        } else if (!strcmp(arg, "--budget") || !strcmp(arg, "--heuristic") || !strcmp(arg, "--dealloc") ||
-                   !strcmp(arg, "--plan") || !strcmp(arg, "--trace")) {
-            fprintf(stderr, "dtrexec: %s is not available yet in this version (budgeted execution is not built)\n", arg);
+        } else if (!strcmp(arg, "--budget")) {
+            if (cli_parse_size(val, &a->budget_bytes, &a->budget_ratio)) {
+                fprintf(stderr, "dtrexec: --budget expects a size (4GB, 512MiB, 1000000) or a ratio (0.5x), got '%s'\n", val);
+                return -1;
+            }
+        } else if (!strcmp(arg, "--heuristic")) {
+            a->heuristic = val;
+        } else if (!strcmp(arg, "--dealloc")) {
+            a->dealloc = val;
+        } else if (!strcmp(arg, "--trace")) {
+            a->trace_path = val;
+        } else if (!strcmp(arg, "--plan")) {
+            fprintf(stderr, "dtrexec: --plan is not available yet in this version\n");
             return -1;
         } else {
             fprintf(stderr, "dtrexec: unknown option '%s' (see dtrexec --help)\n", arg);
@@ -300,13 +323,18 @@ static int write_stats(struct dtrx_session *s, const struct run_args *a)
     }
     struct dtrx_stats st;
     dtrx_session_stats(s, &st);
-    fprintf(f, "{\n  \"device\": \"%s\",\n  \"heuristic\": null,\n", a->device);
+    fprintf(f, "{\n  \"device\": \"%s\",\n", a->device);
+    if (st.budget_bytes)
+        fprintf(f, "  \"heuristic\": \"%s\",\n  \"dealloc\": \"%s\",\n", a->heuristic ? a->heuristic : "dtr",
+                a->dealloc ? a->dealloc : "eager");
+    else
+        fprintf(f, "  \"heuristic\": null,\n");
     fprintf(f, "  \"peak_bytes\": %zu,\n  \"budget_bytes\": %zu,\n  \"pinned_bytes\": %zu,\n",
             st.peak_bytes, st.budget_bytes, st.pinned_bytes);
     fprintf(f, "  \"baseline_compute\": %.17g,\n  \"total_compute\": %.17g,\n  \"remat_compute\": %.17g,\n",
             st.baseline_compute, st.total_compute, st.remat_compute);
-    fprintf(f, "  \"evictions\": %lld,\n  \"remats\": %lld,\n  \"op_calls\": %lld,\n", st.evictions,
-            st.remats, st.op_calls);
+    fprintf(f, "  \"evictions\": %lld,\n  \"window_evictions\": %lld,\n  \"remats\": %lld,\n  \"op_calls\": %lld,\n",
+            st.evictions, st.window_evictions, st.remats, st.op_calls);
     fprintf(f, "  \"dtr_overhead_seconds\": %.9g,\n  \"step_seconds\": [", st.dtr_overhead_seconds);
     for (int i = 0; i < st.runs; i++)
         fprintf(f, "%s%.9g", i ? ", " : "", st.step_seconds[i]);
@@ -370,6 +398,42 @@ static enum dtrx_status train(struct dtrx_session *s, const struct run_args *a)
     return st;
 }
 
+/* A ratio budget is a fraction of the peak of one unbudgeted run or step,
+ * measured in a throwaway session so that the real run starts fresh. */
+static enum dtrx_status measure_peak(const struct run_args *a, const struct dtrx_options *base, size_t *peak)
+{
+    struct dtrx_options opts = *base;
+    opts.budget_bytes = 0;
+    opts.trace_path = NULL;
+    struct run_args one = *a;
+    one.steps = 1;
+    one.quiet = 1;
+    one.save_path = NULL;
+    struct dtrx_session *s = NULL;
+    enum dtrx_status st = dtrx_session_create(a->model, &opts, &s);
+    if (!st)
+        st = bind_inputs(s, &one);
+    if (!st && a->train) {
+        double loss;
+        st = dtrx_session_train_begin(s, &a->topts);
+        if (!st && a->labels_path)
+            st = load_labels(s, a->labels_path);
+        if (!st)
+            st = dtrx_session_train_step(s, &loss);
+    } else if (!st) {
+        st = dtrx_session_run(s);
+    }
+    if (st)
+        fprintf(stderr, "dtrexec: measuring the unbudgeted peak: %s\n", dtrx_last_error());
+    struct dtrx_stats stats;
+    if (!st) {
+        dtrx_session_stats(s, &stats);
+        *peak = stats.peak_bytes;
+    }
+    dtrx_session_destroy(s);
+    return st;
+}
+
 int cmd_run(int argc, char **argv)
 {
     struct run_args a;
@@ -383,8 +447,26 @@ int cmd_run(int argc, char **argv)
     opts.threads = a.threads;
     opts.seed = a.seed;
     opts.device = a.device;
+    opts.heuristic = a.heuristic;
+    opts.dealloc = a.dealloc;
+    opts.trace_path = a.trace_path;
+    opts.verify_remat = a.verify_remat;
+    opts.budget_bytes = (size_t)a.budget_bytes;
+    enum dtrx_status st = DTRX_OK;
+    if (a.budget_ratio > 0) {
+        size_t peak = 0;
+        st = measure_peak(&a, &opts, &peak);
+        if (st) {
+            free_run_args(&a);
+            return (int)st;
+        }
+        opts.budget_bytes = (size_t)(a.budget_ratio * (double)peak);
+        if (!a.quiet)
+            fprintf(stderr, "budget %.3gx of the unbudgeted peak %zu bytes = %zu bytes\n", a.budget_ratio, peak,
+                    opts.budget_bytes);
+    }
     struct dtrx_session *s = NULL;
-    enum dtrx_status st = dtrx_session_create(a.model, &opts, &s);
+    st = dtrx_session_create(a.model, &opts, &s);
     if (st) {
         fprintf(stderr, "dtrexec: %s\n", dtrx_last_error());
         free_run_args(&a);

@@ -46,6 +46,8 @@ static struct arena_block *block_new(void) { return calloc(1, sizeof(struct aren
 int arena_init(struct arena *a, const struct backend *backend, size_t budget_bytes)
 {
     memset(a, 0, sizeof *a);
+    const char *poison = getenv("DTRX_POISON");
+    a->poison = poison && *poison && *poison != '0' && backend->kind == BACKEND_CPU;
     a->backend = backend;
     a->budget_bytes = budget_bytes;
     struct arena_hash *h = calloc(1, sizeof *h);
@@ -122,6 +124,15 @@ static void account(struct arena *a, size_t bytes)
         a->peak_bytes = a->in_use_bytes;
 }
 
+static void *alloc_budgeted(struct arena *a, size_t need, void *owner, int high);
+
+void *arena_alloc_high(struct arena *a, size_t bytes, void *owner)
+{
+    if (!a->budget_bytes)
+        return arena_alloc(a, bytes, owner);
+    return alloc_budgeted(a, arena_rounded(bytes), owner, 1);
+}
+
 void *arena_alloc(struct arena *a, size_t bytes, void *owner)
 {
     size_t need = arena_rounded(bytes);
@@ -140,30 +151,50 @@ void *arena_alloc(struct arena *a, size_t bytes, void *owner)
         b->owner = owner;
         hash_put(a, b);
         account(a, need);
+        if (a->poison)
+            memset(b->ptr, 0xff, need);
         return b->ptr;
     }
+    return alloc_budgeted(a, need, owner, 0);
+}
+
+static void *alloc_budgeted(struct arena *a, size_t need, void *owner, int high)
+{
     struct arena_block *best = NULL;
     for (struct arena_block *b = a->blocks; b; b = b->next)
-        if (b->is_free && b->size >= need && (!best || b->size < best->size)) {
+        if (b->is_free && b->size >= need && (!best || b->size < best->size || (high && b->size == best->size))) {
             best = b;
-            if (b->size == need)
+            if (b->size == need && !high)
                 break;
         }
     if (!best)
         return NULL;
     if (best->size > need) {
-        /* Split: the used part keeps the low addresses. */
+        /* Split: the used part takes the low (or high) addresses. */
         struct arena_block *rest = block_new();
         if (!rest)
             return NULL;
-        rest->offset = best->offset + need;
-        rest->size = best->size - need;
         rest->is_free = 1;
-        rest->prev = best;
-        rest->next = best->next;
-        if (best->next)
-            best->next->prev = rest;
-        best->next = rest;
+        if (high) {
+            rest->offset = best->offset;
+            rest->size = best->size - need;
+            rest->prev = best->prev;
+            rest->next = best;
+            if (best->prev)
+                best->prev->next = rest;
+            else
+                a->blocks = rest;
+            best->prev = rest;
+            best->offset += rest->size;
+        } else {
+            rest->offset = best->offset + need;
+            rest->size = best->size - need;
+            rest->prev = best;
+            rest->next = best->next;
+            if (best->next)
+                best->next->prev = rest;
+            best->next = rest;
+        }
         best->size = need;
         a->n_blocks++;
     }
@@ -173,6 +204,8 @@ void *arena_alloc(struct arena *a, size_t bytes, void *owner)
     account(a, need);
     if (best->offset + need > a->high_water_offset)
         a->high_water_offset = best->offset + need;
+    if (a->poison)
+        memset(a->base + best->offset, 0xff, need);
     return a->base + best->offset;
 }
 

@@ -35,6 +35,10 @@ struct arena {
     struct arena_block *blocks;     /* budgeted: all blocks in address order */
     struct arena_hash *hash;        /* used blocks by address */
     size_t n_blocks;
+    /* Fill every allocation with 0xff bytes (NaN as float): a kernel that
+     * reads an output before writing it shows up at once. Set from the
+     * DTRX_POISON environment variable; tests turn it on. */
+    int poison;
 };
 
 int arena_init(struct arena *a, const struct backend *backend, size_t budget_bytes);
@@ -44,6 +48,10 @@ void arena_release(struct arena *a);
 size_t arena_rounded(size_t bytes);
 /* NULL when it does not fit (budgeted) or the backend fails. */
 void *arena_alloc(struct arena *a, size_t bytes, void *owner);
+/* The same, placed at the high end of the best-fitting hole: long-lived
+ * blocks (weights, optimizer state) and short-lived kernel workspaces go
+ * high, activations low, so that neither splits the other's space. */
+void *arena_alloc_high(struct arena *a, size_t bytes, void *owner);
 void arena_free(struct arena *a, void *ptr);
 /* Size the allocation at ptr occupies. */
 size_t arena_size_of(const struct arena *a, const void *ptr);

@@ -58,6 +58,14 @@ struct dtrx_options {
     int threads;            /* 0: the machine's core count */
     uint64_t seed;          /* random inputs, Dropout masks */
     const char *device;     /* "cpu" (default) or "cuda" */
+    /* Tensor-memory budget in bytes (0: unlimited). With a budget all tensor
+     * memory comes from one arena of exactly this size and DTR evicts and
+     * recomputes to stay inside it. */
+    size_t budget_bytes;
+    const char *heuristic;  /* dtr (default), dtr-eq, dtr-local, lru, size, msps, random */
+    const char *dealloc;    /* eager (default), banish, ignore */
+    const char *trace_path; /* write the op log here (JSON lines), or NULL */
+    int verify_remat;       /* hash every output and check each recomputation bit for bit */
 };
 
 void dtrx_options_init(struct dtrx_options *o);
@@ -154,6 +162,7 @@ struct dtrx_stats {
     double remat_compute;
     double dtr_overhead_seconds;
     long long evictions;
+    long long window_evictions; /* evictions of contiguous windows against fragmentation */
     long long remats;
     long long op_calls;
     int runs;

@@ -123,9 +123,15 @@ int rt_constant(struct dtrx_session *s, const struct tensor *t, const char *tag)
     struct rt_value *v = s->values[id];
     v->t = *t;
     v->t.data = NULL;
-    if (rt_value_alloc(s, v))
-        return -1;
-    memcpy(v->t.data, t->data, tensor_size_bytes(t));
+    if (rt_budget_active(s)) {
+        if (rt_budget_constant(s, v, t->data))
+            return -1;
+    } else {
+        if (rt_value_alloc(s, v))
+            return -1;
+        memcpy(v->t.data, t->data, tensor_size_bytes(t));
+    }
+    rt_trace_constant(s, v);
     return id;
 }
 
@@ -207,6 +213,13 @@ enum dtrx_status rt_emit(struct dtrx_session *s, const char *op, const struct on
 void rt_emitted_free(struct dtrx_session *s)
 {
     struct rt_train *t = &s->train;
+    if (t->n_emitted || s->n_values > t->base_values) {
+        /* The step is over: its DTR instance goes first, all at once. */
+        for (int i = 0; rt_budget_active(s) && i < s->n_values; i++)
+            if (s->values[i]->kind == RT_VALUE_INTERMEDIATE)
+                rt_trace_release(s, s->values[i]);
+        rt_budget_end(s);
+    }
     for (int i = 0; i < t->n_emitted; i++)
         free_call(t->emitted[i]);
     t->n_emitted = 0;

@@ -6,6 +6,29 @@
 
 #include "runtime/runtime-impl.h"
 
+int rt_persistent_new(struct dtrx_session *s, const struct tensor *t, const char *name)
+{
+    char *owned = strdup(name);
+    int id = owned ? rt_value_new(s, owned, RT_VALUE_INITIALIZER) : -1;
+    if (id < 0) {
+        free(owned);
+        return -1;
+    }
+    struct rt_value *v = s->values[id];
+    v->owned_name = owned;
+    v->grad = -1;
+    v->dt = DTR_NONE;
+    v->t = *t;
+    v->t.data = NULL;
+    if (rt_value_alloc(s, v))
+        return -1;
+    memcpy(v->t.data, t->data, tensor_size_bytes(t));
+    rt_trace_constant(s, v);
+    if (rt_budget_register(s, v))
+        return -1;
+    return id;
+}
+
 int rt_value_new(struct dtrx_session *s, const char *name, int kind)
 {
     if (s->n_values == s->values_capacity) {
@@ -21,6 +44,7 @@ int rt_value_new(struct dtrx_session *s, const char *name, int kind)
         return -1;
     v->name = name;
     v->kind = kind;
+    v->dt = DTR_NONE;
     s->values[s->n_values] = v;
     return s->n_values++;
 }
@@ -29,9 +53,17 @@ enum dtrx_status rt_value_alloc(struct dtrx_session *s, struct rt_value *v)
 {
     size_t bytes = tensor_size_bytes(&v->t);
     struct rt_storage *st = calloc(1, sizeof *st);
-    void *data = st ? arena_alloc(&s->arena, bytes, st) : NULL;
+    /* Under a budget only persistent tensors come here: they go high. */
+    void *data = st ? arena_alloc_high(&s->arena, bytes, NULL) : NULL;
     if (!data) {
         free(st);
+        if (s->arena.budget_bytes)
+            return rt_fail(DTRX_ERR_BUDGET,
+                           "budget of %zu bytes is infeasible: '%s' needs %zu bytes that are never evicted, "
+                           "with %zu bytes already pinned (weights, inputs, optimizer state); the budget must "
+                           "be above %zu bytes plus the largest operator call",
+                           s->arena.budget_bytes, v->name, arena_rounded(bytes), s->arena.in_use_bytes,
+                           s->arena.in_use_bytes + arena_rounded(bytes));
         return rt_fail(DTRX_ERR_BUDGET, "out of memory allocating %zu bytes for '%s' (%zu bytes in use)",
                        bytes, v->name, s->arena.in_use_bytes);
     }
@@ -45,6 +77,8 @@ enum dtrx_status rt_value_alloc(struct dtrx_session *s, struct rt_value *v)
 
 void rt_value_release(struct dtrx_session *s, struct rt_value *v)
 {
+    rt_trace_release(s, v);
+    rt_budget_release(s, v);
     struct rt_storage *st = v->storage;
     if (!st)
         return;
@@ -64,12 +98,50 @@ double rt_now_seconds(void)
 }
 
 /* Drops the results of the previous run so that every run starts from the
- * constants alone. */
+ * constants alone. Under a budget the whole DTR instance goes at once. */
 static void release_intermediates(struct dtrx_session *s)
 {
+    if (rt_budget_active(s))
+        for (int i = 0; i < s->n_values; i++)
+            if (s->values[i]->kind == RT_VALUE_INTERMEDIATE)
+                rt_trace_release(s, s->values[i]);
+    rt_budget_end(s);
     for (int i = 0; i < s->n_values; i++)
         if (s->values[i]->kind == RT_VALUE_INTERMEDIATE)
             rt_value_release(s, s->values[i]);
+}
+
+/* Under a budget every run gets a fresh DTR instance with the persistent
+ * tensors as its constants. */
+static enum dtrx_status begin_run(struct dtrx_session *s)
+{
+    release_intermediates(s);
+    for (int i = 0; i < s->n_values; i++)
+        if (s->values[i]->storage && !s->values[i]->trace_id)
+            rt_trace_constant(s, s->values[i]);
+    rt_trace_annotate(s, "START");
+    return rt_budget_begin(s);
+}
+
+/* Host copies of the graph outputs of a budgeted run: reading them must not
+ * pin anything in the arena. */
+static enum dtrx_status copy_outputs(struct dtrx_session *s)
+{
+    if (!rt_budget_active(s))
+        return DTRX_OK;
+    if (!s->output_host && !(s->output_host = calloc((size_t)s->n_outputs + 1, sizeof *s->output_host)))
+        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+    for (int i = 0; i < s->n_outputs; i++) {
+        struct rt_value *v = s->values[s->output_values[i]];
+        void *p = realloc(s->output_host[i], tensor_size_bytes(&v->t) + 1);
+        if (!p)
+            return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        s->output_host[i] = p;
+        enum dtrx_status st = rt_budget_read(s, v, p);
+        if (st)
+            return st;
+    }
+    return DTRX_OK;
 }
 
 enum dtrx_status rt_record_step(struct dtrx_session *s, double seconds, double loss)
@@ -132,12 +204,13 @@ enum dtrx_status rt_forward(struct dtrx_session *s, int training)
         if (!s->values[s->input_values[i]]->storage)
             return rt_fail(DTRX_ERR_INPUT, "graph input '%s' has no value (give it with --input)",
                            s->values[s->input_values[i]]->name);
-    release_intermediates(s);
+    enum dtrx_status st = begin_run(s);
+    if (st)
+        return st;
     for (int i = 0; i < s->n_values; i++)
         s->values[i]->remaining = s->values[i]->consumers;
     s->env.training = training;
 
-    enum dtrx_status st = DTRX_OK;
     for (int k = 0; k < s->n_calls && !st; k++) {
         struct rt_call *c = &s->calls[k];
         c->seed = rt_call_seed(s, (uint64_t)k);
@@ -155,6 +228,8 @@ enum dtrx_status rt_forward(struct dtrx_session *s, int training)
             if (c->out[i] >= 0)
                 drop_if_unused(s, s->values[c->out[i]]);
     }
+    if (!st)
+        st = copy_outputs(s);
     if (st)
         release_intermediates(s);
     return st;

@@ -3,8 +3,11 @@
 #ifndef DTRX_RUNTIME_IMPL_H
 #define DTRX_RUNTIME_IMPL_H
 
+#include <stdio.h>
+
 #include "onnx/onnx.h"
 #include "ops/ops.h"
+#include "dtr/dtr.h"
 #include "runtime/arena.h"
 #include "runtime/dtrexec.h"
 
@@ -40,6 +43,9 @@ struct rt_value {
     int grad;                      /* handle of this value's gradient, -1 none */
     int grad_refs;                 /* gradient slots holding this value */
     char *owned_name;              /* set for values the runtime named itself */
+    dtr_tensor dt;                 /* under a budget: the value in the current DTR instance */
+    int dtr_held;                  /* 1 while the program holds its DTR reference */
+    uint64_t trace_id;             /* its name in the op log, 0 when not logged */
 };
 
 /* One operator call, as a closure over value indices: what the interpreter,
@@ -75,6 +81,29 @@ struct rt_train {
     struct rt_call **emitted;
 };
 
+/* Execution under a budget (budget.c): a DTR instance per run or step, and
+ * the arena block behind each of its storages. */
+struct rt_budget {
+    struct dtr_config config;
+    struct dtr *dtr;
+    uint32_t capacity;
+    void **ptr;                    /* per storage: its buffer */
+    void **scratch;                /* per storage: a recomputation's scratch output */
+    uint8_t *owned;                /* 1 when the bridge allocated ptr (0: adopted) */
+    uint64_t *hash;                /* per storage: hash of its first computation (verify) */
+    int verify;                    /* check recomputations bit for bit */
+    long long verify_failures;
+    void *adopt;                   /* the block the next constant adopts */
+    int constant_pending;          /* the next allocation is a step constant: place it high */
+    void **window;                 /* owners of an eviction window */
+    const struct rt_call *pending_call; /* the call dtr_call is running for the first time */
+    const dtr_tensor *pending_outs;     /* and the tensors the core gave its outputs */
+    double kernel_seconds, remat_seconds;
+    size_t scratch_failed_bytes;   /* workspace a kernel could not get */
+    enum dtrx_status failure;      /* a failure compute_call already described */
+    long long window_evictions;
+};
+
 struct rt_dim_binding {
     char *name;
     int64_t value;
@@ -106,6 +135,11 @@ struct dtrx_session {
     char op_err[1024];
 
     struct rt_train train;
+    struct rt_budget budget;
+    FILE *trace;
+    uint64_t trace_next_id;
+    void **output_host;            /* budgeted runs: host copies of the outputs */
+    void *grad_host;               /* budgeted runs: host copy of the last gradient read */
 
     struct dtrx_stats stats;
     int step_capacity;
@@ -115,8 +149,35 @@ struct dtrx_session {
 enum dtrx_status rt_plan_build(struct dtrx_session *s);
 
 /* The one interposition point: every operator call of the runtime — forward,
- * and later backward, optimizer and recomputation — runs through here. */
+ * backward, optimizer — runs through here (exec.c). */
 enum dtrx_status rt_call_exec(struct dtrx_session *s, struct rt_call *c);
+/* Runs the kernel of a call whose inputs and outputs are in place: the
+ * closure execution itself, also what DTR replays to recompute. */
+enum dtrx_status rt_call_kernel(struct dtrx_session *s, struct rt_call *c);
+
+/* Budgeted execution (budget.c). */
+int rt_budget_active(const struct dtrx_session *s);
+enum dtrx_status rt_budget_begin(struct dtrx_session *s);
+void rt_budget_end(struct dtrx_session *s);
+void rt_budget_free(struct dtrx_session *s);
+enum dtrx_status rt_budget_exec(struct dtrx_session *s, struct rt_call *c, struct op_call *call);
+enum dtrx_status rt_budget_register(struct dtrx_session *s, struct rt_value *v);
+enum dtrx_status rt_budget_constant(struct dtrx_session *s, struct rt_value *v, const void *data);
+/* Copies a value to host memory (acquiring it, recomputing if evicted). */
+enum dtrx_status rt_budget_read(struct dtrx_session *s, struct rt_value *v, void *dst);
+void rt_budget_release(struct dtrx_session *s, struct rt_value *v);
+enum dtrx_status rt_budget_pin(struct dtrx_session *s, struct rt_value *v);
+void *rt_budget_scratch_alloc(struct dtrx_session *s, size_t bytes);
+/* 1 when the value holds data now or can be recomputed. */
+int rt_value_live(const struct dtrx_session *s, const struct rt_value *v);
+
+/* The op log (trace.c). */
+enum dtrx_status rt_trace_open(struct dtrx_session *s, const char *path);
+void rt_trace_close(struct dtrx_session *s);
+void rt_trace_annotate(struct dtrx_session *s, const char *what);
+void rt_trace_constant(struct dtrx_session *s, struct rt_value *v);
+void rt_trace_call(struct dtrx_session *s, const struct rt_call *c);
+void rt_trace_release(struct dtrx_session *s, struct rt_value *v);
 
 /* A new value (name borrowed: it must outlive the value); -1 on failure. */
 int rt_value_new(struct dtrx_session *s, const char *name, int kind);
@@ -141,6 +202,9 @@ uint64_t rt_call_seed(const struct dtrx_session *s, uint64_t index);
 
 /* Value memory (interp.c). */
 enum dtrx_status rt_value_alloc(struct dtrx_session *s, struct rt_value *v);
+/* A persistent tensor (weights, optimizer state, targets): its own arena
+ * block, never evicted, registered with every DTR instance. -1 on failure. */
+int rt_persistent_new(struct dtrx_session *s, const struct tensor *t, const char *name);
 void rt_value_release(struct dtrx_session *s, struct rt_value *v);
 
 #endif

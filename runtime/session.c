@@ -27,7 +27,7 @@ void dtrx_options_init(struct dtrx_options *o)
 static void *env_scratch_alloc(void *ctx, size_t bytes)
 {
     struct dtrx_session *s = ctx;
-    return arena_alloc(&s->arena, bytes, NULL);
+    return rt_budget_active(s) ? rt_budget_scratch_alloc(s, bytes) : arena_alloc(&s->arena, bytes, NULL);
 }
 
 static void env_scratch_free(void *ctx, void *ptr)
@@ -65,9 +65,34 @@ enum dtrx_status dtrx_session_create(const char *model_path, const struct dtrx_o
         s->opts.threads = omp_get_num_procs();
     set_threads(s->opts.threads);
 
-    if (arena_init(&s->arena, &backend_cpu, 0)) {
+    dtr_config_default(&s->budget.config);
+    enum dtrx_status bad = DTRX_OK;
+    if (s->opts.heuristic && dtr_heuristic_parse(s->opts.heuristic, &s->budget.config.heuristic))
+        bad = rt_fail(DTRX_ERR_INPUT, "unknown heuristic '%s' (dtr, dtr-eq, dtr-local, lru, size, msps, random)",
+                      s->opts.heuristic);
+    else if (s->opts.dealloc && dtr_dealloc_parse(s->opts.dealloc, &s->budget.config.dealloc))
+        bad = rt_fail(DTRX_ERR_INPUT, "unknown dealloc policy '%s' (eager, banish, ignore)", s->opts.dealloc);
+    if (bad) {
         free(s);
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return bad;
+    }
+    s->budget.config.remat_limit = -1;
+    s->budget.verify = s->opts.verify_remat;
+    if (s->opts.budget_bytes && s->opts.budget_bytes < 4096) {
+        enum dtrx_status st = rt_fail(DTRX_ERR_BUDGET, "a budget of %zu bytes cannot hold any model", s->opts.budget_bytes);
+        free(s);
+        return st;
+    }
+    if (arena_init(&s->arena, &backend_cpu, s->opts.budget_bytes)) {
+        enum dtrx_status st = rt_fail(s->opts.budget_bytes ? DTRX_ERR_BUDGET : DTRX_ERR_INTERNAL,
+                                      "cannot allocate the tensor arena of %zu bytes", s->opts.budget_bytes);
+        free(s);
+        return st;
+    }
+    if (s->opts.trace_path && rt_trace_open(s, s->opts.trace_path)) {
+        arena_release(&s->arena);
+        free(s);
+        return DTRX_ERR_INPUT;
     }
     s->env = (struct op_env){
         .ctx = s, .scratch_alloc = env_scratch_alloc, .scratch_free = env_scratch_free,
@@ -77,6 +102,7 @@ enum dtrx_status dtrx_session_create(const char *model_path, const struct dtrx_o
 
     char err[1024] = "";
     if (onnx_model_load(model_path, &s->model, err, sizeof err)) {
+        rt_trace_close(s);
         arena_release(&s->arena);
         free(s);
         return rt_fail(DTRX_ERR_INPUT, "%s", err);
@@ -96,6 +122,12 @@ void dtrx_session_destroy(struct dtrx_session *s)
     if (!s)
         return;
     rt_train_free(s);
+    rt_budget_free(s);
+    rt_trace_close(s);
+    for (int i = 0; s->output_host && i < s->n_outputs; i++)
+        free(s->output_host[i]);
+    free(s->output_host);
+    free(s->grad_host);
     for (int i = 0; i < s->n_values; i++) {
         rt_value_release(s, s->values[i]);
         free(s->values[i]->owned_name);
@@ -211,12 +243,12 @@ enum dtrx_status dtrx_session_get_output(const struct dtrx_session *s, int index
     if (index < 0 || index >= s->n_outputs)
         return rt_fail(DTRX_ERR_INPUT, "output index %d out of range", index);
     const struct rt_value *v = s->values[s->output_values[index]];
-    if (!v->storage)
+    if (!rt_value_live(s, v))
         return rt_fail(DTRX_ERR_INPUT, "output '%s' has no value: run the session first", v->name);
     out->dtype = v->t.dtype;
     out->rank = v->t.rank;
     memcpy(out->dims, v->t.dims, sizeof out->dims);
-    out->data = v->t.data;
+    out->data = rt_budget_active(s) && !v->storage ? s->output_host[index] : v->t.data;
     return DTRX_OK;
 }
 
@@ -225,6 +257,15 @@ void dtrx_session_stats(const struct dtrx_session *s, struct dtrx_stats *out)
     *out = s->stats;
     out->peak_bytes = s->arena.peak_bytes;
     out->budget_bytes = s->arena.budget_bytes;
+    out->window_evictions = s->budget.window_evictions;
+    if (rt_budget_active(s)) {
+        /* The live instance's counts join those of finished ones. */
+        struct dtr_stats ds;
+        dtr_stats_get(s->budget.dtr, &ds);
+        out->evictions += (long long)ds.evictions;
+        out->remats += (long long)ds.remats;
+        out->remat_compute += ds.remat_compute;
+    }
 }
 
 enum dtrx_status dtrx_session_tensor(struct dtrx_session *s, const char *name, struct dtrx_tensor *out)

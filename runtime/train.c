@@ -49,10 +49,8 @@ static int new_state(struct dtrx_session *s, int param, const char *suffix)
         return -1;
     char tag[512];
     snprintf(tag, sizeof tag, "%s.%s", s->values[param]->name, suffix);
-    int id = rt_constant(s, &z, tag);
+    int id = rt_persistent_new(s, &z, tag);
     free(z.data);
-    if (id >= 0)
-        s->values[id]->kind = RT_VALUE_INITIALIZER;
     return id;
 }
 
@@ -115,19 +113,17 @@ static enum dtrx_status set_persistent(struct dtrx_session *s, int *slot, const 
     struct rt_train *tr = &s->train;
     if (*slot >= 0) {
         struct rt_value *v = s->values[*slot];
-        rt_value_release(s, v);
+        if (tensor_size_bytes(&v->t) != tensor_size_bytes(t))
+            return rt_fail(DTRX_ERR_INPUT, "%s: new targets must have the size of the old ones", name);
         v->t = *t;
-        v->t.data = NULL;
-        if (rt_value_alloc(s, v))
-            return DTRX_ERR_BUDGET;
+        v->t.data = v->storage->data;
         memcpy(v->t.data, t->data, tensor_size_bytes(t));
         return DTRX_OK;
     }
     rt_emitted_free(s);
-    int id = rt_constant(s, t, name);
+    int id = rt_persistent_new(s, t, name);
     if (id < 0)
-        return rt_fail(DTRX_ERR_BUDGET, "no memory for %s", name);
-    s->values[id]->kind = RT_VALUE_INITIALIZER;
+        return DTRX_ERR_BUDGET;
     *slot = id;
     tr->base_values = s->n_values;
     return DTRX_OK;
@@ -432,11 +428,15 @@ done:
 
 static enum dtrx_status read_loss(struct dtrx_session *s, int id, double *loss)
 {
-    const struct tensor *t = &s->values[id]->t;
-    if (tensor_numel(t) != 1)
+    struct tensor t = s->values[id]->t;
+    if (tensor_numel(&t) != 1)
         return rt_fail(DTRX_ERR_INPUT, "the loss is not a scalar");
-    *loss = tensor_get_double(t, 0);
-    return DTRX_OK;
+    double host[1];
+    t.data = host;
+    enum dtrx_status st = rt_budget_read(s, s->values[id], host);
+    if (!st)
+        *loss = tensor_get_double(&t, 0);
+    return st;
 }
 
 static enum dtrx_status forward_backward(struct dtrx_session *s, double *loss)
@@ -465,6 +465,7 @@ static enum dtrx_status forward_backward(struct dtrx_session *s, double *loss)
         return rt_fail(DTRX_ERR_BUDGET, "no memory for the loss gradient");
     hold_grad(s, s->values[t->loss], seed);
 
+    rt_trace_annotate(s, "BACKWARD");
     /* Emitted loss calls first (newest first), then the model's calls. */
     int n_loss_calls = t->n_emitted;
     for (int k = n_loss_calls - 1; k >= 0 && !st; k--)
@@ -520,6 +521,13 @@ enum dtrx_status dtrx_session_train_step(struct dtrx_session *s, double *loss)
     double t0 = rt_now_seconds();
     double l = 0;
     enum dtrx_status st = forward_backward(s, &l);
+    /* Every gradient is made resident before the first weight changes: a
+     * gradient recomputed after an update would see the new weights. */
+    for (int p = 0; p < s->train.n_params && !st; p++) {
+        int g = s->values[s->train.params[p]]->grad;
+        if (g >= 0)
+            st = rt_budget_pin(s, s->values[g]);
+    }
     if (!st) {
         s->train.step++;
         for (int p = 0; p < s->train.n_params && !st; p++)
@@ -536,13 +544,25 @@ enum dtrx_status dtrx_session_get_grad(const struct dtrx_session *s, const char 
         const struct rt_value *v = s->values[i];
         if (strcmp(v->name, name))
             continue;
-        if (v->grad < 0 || !s->values[v->grad]->storage)
+        if (v->grad < 0 || !rt_value_live(s, s->values[v->grad]))
             return rt_fail(DTRX_ERR_INPUT, "'%s' has no gradient (not trainable, or the loss does not depend on it)", name);
-        const struct tensor *g = &s->values[v->grad]->t;
+        struct rt_value *gv = s->values[v->grad];
+        const struct tensor *g = &gv->t;
         out->dtype = g->dtype;
         out->rank = g->rank;
         memcpy(out->dims, g->dims, sizeof out->dims);
         out->data = g->data;
+        if (rt_budget_active(s) && !gv->storage) {
+            /* Under a budget the gradient may be evicted: read a host copy. */
+            struct dtrx_session *ms = (struct dtrx_session *)s;
+            void *p = realloc(ms->grad_host, tensor_size_bytes(g) + 1);
+            if (!p)
+                return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+            ms->grad_host = p;
+            enum dtrx_status st = rt_budget_read(ms, gv, p);
+            out->data = p;
+            return st;
+        }
         return DTRX_OK;
     }
     return rt_fail(DTRX_ERR_INPUT, "no initializer or input named '%s'", name);

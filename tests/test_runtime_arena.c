@@ -2,6 +2,7 @@
  * coalescing, high-water mark, and the cheapest eviction window. */
 #include <check.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "runtime/arena.h"
 
@@ -89,6 +90,46 @@ START_TEST(test_window_picks_the_cheapest_contiguous_run)
 }
 END_TEST
 
+/* Random allocations, low and high, and frees: every live block keeps the
+ * byte pattern written into it, so no two blocks ever overlap, and the
+ * bytes in use never pass the budget. */
+START_TEST(test_random_low_and_high_blocks_never_overlap)
+{
+    enum { SLOTS = 64 };
+    struct arena a;
+    const size_t budget = 64 * 1024;
+    ck_assert_int_eq(arena_init(&a, &backend_cpu, budget), 0);
+    unsigned char *p[SLOTS] = { 0 };
+    size_t n[SLOTS] = { 0 };
+    unsigned seed = 12345;
+    for (int step = 0; step < 20000; step++) {
+        seed = seed * 1103515245u + 12345u;
+        int k = (int)(seed >> 8) % SLOTS;
+        if (p[k]) {
+            size_t bad = n[k];
+            for (size_t i = 0; i < n[k] && bad == n[k]; i++)
+                if (p[k][i] != (unsigned char)k)
+                    bad = i;
+            if (bad != n[k])
+                ck_abort_msg("block %d byte %zu overwritten at step %d", k, bad, step);
+            arena_free(&a, p[k]);
+            p[k] = NULL;
+            continue;
+        }
+        n[k] = 1 + (seed >> 4) % 3000;
+        p[k] = (seed & 1) ? arena_alloc_high(&a, n[k], NULL) : arena_alloc(&a, n[k], NULL);
+        if (p[k]) {
+            if ((char *)p[k] < a.base || (char *)p[k] + arena_rounded(n[k]) > a.base + budget)
+                ck_abort_msg("block %d outside the arena", k);
+            memset(p[k], k, n[k]);
+        }
+        if (a.in_use_bytes > budget)
+            ck_abort_msg("%zu bytes in use past the budget", a.in_use_bytes);
+    }
+    arena_release(&a);
+}
+END_TEST
+
 START_TEST(test_unlimited_counts_bytes)
 {
     struct arena a;
@@ -113,6 +154,7 @@ int main(void)
     tcase_add_test(tc, test_best_fit_prefers_the_tightest_hole);
     tcase_add_test(tc, test_window_picks_the_cheapest_contiguous_run);
     tcase_add_test(tc, test_unlimited_counts_bytes);
+    tcase_add_test(tc, test_random_low_and_high_blocks_never_overlap);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

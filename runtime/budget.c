@@ -1,0 +1,520 @@
+/* runtime/budget.c — execution under a memory budget: the bridge between
+ * the interpreter and the DTR core.
+ *
+ * The arena is one block of exactly the budget. Persistent tensors (weights,
+ * inputs, optimizer state, targets) are ordinary arena blocks the runtime
+ * owns; every run or training step gets a fresh DTR instance in which they
+ * are registered as constants (their blocks adopted, never evicted). Every
+ * operator call of the step goes through dtr_call: the core makes the
+ * inputs resident (recomputing evicted ones through compute_call below,
+ * which is the same closure execution as the first time), asks alloc_storage
+ * for each output and evicts by score while it does not fit. When enough
+ * bytes are free but no hole is large enough, alloc_storage evicts the
+ * cheapest contiguous window of evictable blocks instead (fragmentation is
+ * DTR's problem). At the end of the step the instance and every buffer it
+ * allocated are freed, so metadata does not grow across steps. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/runtime-impl.h"
+
+#define BUDGET_MAX_WINDOW 4096
+
+static uint64_t hash_bytes(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+static int grow_slots(struct rt_budget *b, dtr_storage s)
+{
+    if (s < b->capacity)
+        return 0;
+    uint32_t cap = b->capacity ? b->capacity : 1024;
+    while (cap <= s)
+        cap *= 2;
+    void **ptr = realloc(b->ptr, sizeof *ptr * cap);
+    if (ptr)
+        b->ptr = ptr;
+    void **scratch = ptr ? realloc(b->scratch, sizeof *scratch * cap) : NULL;
+    if (scratch)
+        b->scratch = scratch;
+    uint8_t *owned = scratch ? realloc(b->owned, cap) : NULL;
+    if (owned)
+        b->owned = owned;
+    uint64_t *hash = owned ? realloc(b->hash, sizeof *hash * cap) : NULL;
+    if (!hash)
+        return -1;
+    b->hash = hash;
+    memset(b->ptr + b->capacity, 0, sizeof *b->ptr * (cap - b->capacity));
+    memset(b->scratch + b->capacity, 0, sizeof *b->scratch * (cap - b->capacity));
+    memset(b->owned + b->capacity, 0, cap - b->capacity);
+    memset(b->hash + b->capacity, 0, sizeof *b->hash * (cap - b->capacity));
+    b->capacity = cap;
+    return 0;
+}
+
+static double window_score(void *ctx, void *owner)
+{
+    struct dtrx_session *s = ctx;
+    if (!owner)
+        return -1;   /* persistent tensors and kernel scratch */
+    dtr_storage st = (dtr_storage)((uintptr_t)owner - 1);
+    double score;
+    if (!dtr_storage_is_evictable(s->budget.dtr, st) || dtr_storage_score(s->budget.dtr, st, &score))
+        return -1;
+    return score;
+}
+
+/* Evicts the cheapest contiguous window that makes `bytes` fit; 0 when it
+ * did, -1 when no window exists. */
+static int evict_window(struct dtrx_session *s, size_t bytes)
+{
+    void **owners = s->budget.window;
+    if (!owners && !(owners = s->budget.window = malloc(sizeof *owners * BUDGET_MAX_WINDOW)))
+        return -1;
+    size_t n = 0;
+    if (arena_find_window(&s->arena, bytes, window_score, s, owners, BUDGET_MAX_WINDOW, &n))
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        dtr_storage st = (dtr_storage)((uintptr_t)owners[i] - 1);
+        if (dtr_storage_evict(s->budget.dtr, st))
+            return -1;
+        s->budget.window_evictions++;
+    }
+    return 0;
+}
+
+/* Activations go low, workspaces and constants high (see arena.h). */
+static void *budget_arena_alloc(struct dtrx_session *s, size_t bytes, void *owner, int high)
+{
+    void *(*alloc)(struct arena *, size_t, void *) = high ? arena_alloc_high : arena_alloc;
+    void *p = alloc(&s->arena, bytes, owner);
+    if (!p && s->arena.budget_bytes - s->arena.in_use_bytes >= arena_rounded(bytes) && !evict_window(s, bytes))
+        p = alloc(&s->arena, bytes, owner);
+    return p;
+}
+
+static int alloc_storage(void *ctx, dtr_storage st, uint64_t bytes, unsigned flags)
+{
+    struct dtrx_session *s = ctx;
+    struct rt_budget *b = &s->budget;
+    if (grow_slots(b, st))
+        return -1;
+    if (b->adopt && !(flags & DTR_ALLOC_SCRATCH)) {
+        b->ptr[st] = b->adopt;
+        b->owned[st] = 0;
+        b->adopt = NULL;
+        return 0;
+    }
+    void *p = budget_arena_alloc(s, (size_t)bytes, (void *)((uintptr_t)st + 1), b->constant_pending);
+    if (!p)
+        return 1;
+    if (flags & DTR_ALLOC_SCRATCH) {
+        b->scratch[st] = p;
+    } else {
+        b->ptr[st] = p;
+        b->owned[st] = 1;
+    }
+    return 0;
+}
+
+static void free_storage(void *ctx, dtr_storage st, unsigned flags)
+{
+    struct dtrx_session *s = ctx;
+    struct rt_budget *b = &s->budget;
+    if (st >= b->capacity)
+        return;
+    void **slot = flags & DTR_ALLOC_SCRATCH ? &b->scratch[st] : &b->ptr[st];
+    if (*slot && (flags & DTR_ALLOC_SCRATCH || b->owned[st]))
+        arena_free(&s->arena, *slot);
+    *slot = NULL;
+}
+
+static void adopt_storage(void *ctx, dtr_storage st)
+{
+    struct dtrx_session *s = ctx;
+    struct rt_budget *b = &s->budget;
+    b->ptr[st] = b->scratch[st];
+    b->owned[st] = 1;
+    b->scratch[st] = NULL;
+}
+
+static void *tensor_data(const struct dtrx_session *s, dtr_tensor t, int output)
+{
+    const struct rt_budget *b = &s->budget;
+    dtr_storage st = dtr_tensor_storage(b->dtr, t);
+    if (st >= b->capacity)
+        return NULL;
+    return output && b->scratch[st] ? b->scratch[st] : b->ptr[st];
+}
+
+/* With verification on, every output's bytes are hashed when first
+ * computed and compared when recomputed: a recomputation that differs by a
+ * single bit is an error naming the operator. */
+static enum dtrx_status verify_outputs(struct dtrx_session *s, struct rt_call *c, int rematerialize)
+{
+    struct rt_budget *b = &s->budget;
+    /* Inputs that were computed in this step must still hold their bytes
+     * (persistent inputs may change in place: running statistics). */
+    for (int i = 0; i < c->n_in; i++) {
+        if (c->in[i] < 0 || s->values[c->in[i]]->storage)
+            continue;
+        struct rt_value *v = s->values[c->in[i]];
+        dtr_storage st = dtr_tensor_storage(b->dtr, v->dt);
+        if (st < b->capacity && b->hash[st] && b->hash[st] != hash_bytes(v->t.data, tensor_size_bytes(&v->t)))
+            return rt_fail(DTRX_ERR_INTERNAL, "input '%s' of node '%s' no longer holds the bytes it was computed with",
+                           v->name, c->name);
+    }
+    for (int i = 0; i < c->n_out; i++) {
+        if (c->out[i] < 0 || (c->def->alias && i == 0))
+            continue;
+        struct rt_value *v = s->values[c->out[i]];
+        dtr_storage st = dtr_tensor_storage(b->dtr, v->dt);
+        if (grow_slots(b, st))
+            return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        uint64_t h = hash_bytes(v->t.data, tensor_size_bytes(&v->t));
+        if (!rematerialize) {
+            b->hash[st] = h;
+        } else if (b->hash[st] != h) {
+            s->budget.verify_failures++;
+            return rt_fail(DTRX_ERR_INTERNAL,
+                           "recomputing '%s' (output %d of node '%s', %s) gave different bytes than its first "
+                           "execution: the kernel is not deterministic",
+                           v->name, i, c->name, c->def->name);
+        }
+    }
+    return DTRX_OK;
+}
+
+/* The closure execution for DTR: the first run and every recomputation. */
+static int compute_call(void *ctx, dtr_op op, void *closure, int rematerialize)
+{
+    struct dtrx_session *s = ctx;
+    struct rt_call *c = closure;
+    if (!c)
+        return 0;   /* a constant: the runtime fills it */
+    double t0 = rt_now_seconds();
+    if (!rematerialize && c == s->budget.pending_call) {
+        /* The first execution: the core has named the outputs already. */
+        for (int i = 0, k = 0; i < c->n_out; i++)
+            if (c->out[i] >= 0) {
+                s->values[c->out[i]]->dt = s->budget.pending_outs[k++];
+                s->values[c->out[i]]->dtr_held = 1;
+            }
+    }
+    for (int i = 0; i < c->n_in; i++)
+        if (c->in[i] >= 0)
+            s->values[c->in[i]]->t.data = tensor_data(s, s->values[c->in[i]]->dt, 0);
+    for (int i = 0; i < c->n_out; i++)
+        if (c->out[i] >= 0)
+            s->values[c->out[i]]->t.data = tensor_data(s, s->values[c->out[i]]->dt, 1);
+    s->env.recomputing = rematerialize;
+    s->budget.scratch_failed_bytes = 0;
+    enum dtrx_status st = rt_call_kernel(s, c);
+    s->env.recomputing = 0;
+    if (!st && s->budget.verify) {
+        st = verify_outputs(s, c, rematerialize);
+        if (st)
+            s->budget.failure = st;
+    }
+    if (st && s->budget.scratch_failed_bytes) {
+        size_t pinned = 0;
+        for (int i = 0; i < s->n_values; i++)
+            if (s->values[i]->storage)
+                pinned += arena_rounded(tensor_size_bytes(&s->values[i]->t));
+        rt_fail(DTRX_ERR_BUDGET,
+                "budget of %zu bytes is infeasible: node '%s' (%s) needs %zu bytes of kernel workspace beside its "
+                "inputs and outputs, with %zu bytes in use (%zu pinned: weights, inputs, optimizer state) and "
+                "nothing left to evict",
+                s->arena.budget_bytes, c->name, c->def->name, s->budget.scratch_failed_bytes,
+                s->arena.in_use_bytes, pinned);
+        s->budget.failure = DTRX_ERR_BUDGET;
+    }
+    if (rematerialize)
+        s->budget.remat_seconds += rt_now_seconds() - t0;
+    s->budget.kernel_seconds += rt_now_seconds() - t0;
+    return st ? -1 : 0;
+}
+
+int rt_budget_active(const struct dtrx_session *s) { return s->budget.dtr != NULL; }
+
+/* Registers a persistent value's block as a constant of the instance. */
+static enum dtrx_status register_constant(struct dtrx_session *s, struct rt_value *v)
+{
+    struct rt_budget *b = &s->budget;
+    b->adopt = v->storage->data;
+    enum dtr_status st = dtr_constant_add(b->dtr, arena_size_of(&s->arena, v->storage->data), NULL, &v->dt);
+    b->adopt = NULL;
+    if (st)
+        return rt_fail(DTRX_ERR_INTERNAL, "dtr: %s", dtr_error(b->dtr));
+    if (b->verify) {
+        dtr_storage sto = dtr_tensor_storage(b->dtr, v->dt);
+        if (grow_slots(b, sto))
+            return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        b->hash[sto] = hash_bytes(v->storage->data, tensor_size_bytes(&v->t));
+    }
+    return DTRX_OK;
+}
+
+enum dtrx_status rt_budget_register(struct dtrx_session *s, struct rt_value *v)
+{
+    if (!rt_budget_active(s) || !v->storage)
+        return DTRX_OK;
+    return register_constant(s, v);
+}
+
+enum dtrx_status rt_budget_begin(struct dtrx_session *s)
+{
+    struct rt_budget *b = &s->budget;
+    if (!s->arena.budget_bytes)
+        return DTRX_OK;
+    rt_budget_end(s);
+    struct dtr_memory_ops mem = { .ctx = s, .alloc = alloc_storage, .free = free_storage, .adopt = adopt_storage };
+    struct dtr_compute_ops comp = { .ctx = s, .compute = compute_call };
+    b->dtr = dtr_create(&b->config, &mem, &comp);
+    if (!b->dtr)
+        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory starting DTR");
+    for (int i = 0; i < s->n_values; i++) {
+        struct rt_value *v = s->values[i];
+        v->dt = DTR_NONE;
+        if (v->storage) {
+            enum dtrx_status st = register_constant(s, v);
+            if (st)
+                return st;
+        }
+    }
+    return DTRX_OK;
+}
+
+void rt_budget_end(struct dtrx_session *s)
+{
+    struct rt_budget *b = &s->budget;
+    if (!b->dtr)
+        return;
+    struct dtr_stats ds;
+    dtr_stats_get(b->dtr, &ds);
+    s->stats.evictions += (long long)ds.evictions;
+    s->stats.remats += (long long)ds.remats;
+    s->stats.remat_compute += ds.remat_compute;
+    for (uint32_t st = 0; st < b->capacity; st++) {
+        if (b->scratch[st])
+            arena_free(&s->arena, b->scratch[st]);
+        if (b->ptr[st] && b->owned[st])
+            arena_free(&s->arena, b->ptr[st]);
+        b->ptr[st] = b->scratch[st] = NULL;
+        b->owned[st] = 0;
+        b->hash[st] = 0;
+    }
+    dtr_destroy(b->dtr);
+    b->dtr = NULL;
+    for (int i = 0; i < s->n_values; i++) {
+        struct rt_value *v = s->values[i];
+        v->dt = DTR_NONE;
+        v->dtr_held = 0;
+        if (!v->storage)
+            v->t.data = NULL;
+    }
+}
+
+void rt_budget_free(struct dtrx_session *s)
+{
+    rt_budget_end(s);
+    free(s->budget.ptr);
+    free(s->budget.scratch);
+    free(s->budget.owned);
+    free(s->budget.hash);
+    free(s->budget.window);
+    s->budget.ptr = s->budget.scratch = s->budget.window = NULL;
+    s->budget.owned = NULL;
+    s->budget.capacity = 0;
+}
+
+static enum dtrx_status dtr_failure(struct dtrx_session *s, const struct rt_call *c, enum dtr_status st)
+{
+    const char *msg = dtr_error(s->budget.dtr);
+    if (st == DTR_ERR_OOM) {
+        double need = 0;
+        for (int i = 0; i < c->n_out; i++)
+            if (c->out[i] >= 0)
+                need += (double)arena_rounded(tensor_size_bytes(&s->values[c->out[i]]->t));
+        return rt_fail(DTRX_ERR_BUDGET,
+                       "budget of %zu bytes is infeasible: node '%s' (%s) needs %.0f bytes for its outputs "
+                       "while %zu bytes are pinned (weights, inputs, optimizer state) and nothing else can be "
+                       "evicted (%s)",
+                       s->arena.budget_bytes, c->name, c->def->name, need, s->stats.pinned_bytes, msg);
+    }
+    if (st == DTR_ERR_COMPUTE && s->budget.failure) {
+        enum dtrx_status f = s->budget.failure;
+        s->budget.failure = DTRX_OK;
+        return f;   /* the message is already recorded */
+    }
+    if (s->op_err[0] && st == DTR_ERR_COMPUTE)
+        return rt_fail(DTRX_ERR_INPUT, "%s", s->op_err);
+    return rt_fail(DTRX_ERR_INTERNAL, "node '%s': %s", c->name, msg);
+}
+
+/* Makes a value resident and locked, its data pointer valid. */
+static enum dtrx_status acquire(struct dtrx_session *s, struct rt_value *v, const struct rt_call *c)
+{
+    enum dtr_status st = dtr_tensor_acquire(s->budget.dtr, v->dt);
+    if (st)
+        return dtr_failure(s, c, st);
+    v->t.data = tensor_data(s, v->dt, 0);
+    return DTRX_OK;
+}
+
+enum dtrx_status rt_budget_exec(struct dtrx_session *s, struct rt_call *c, struct op_call *call)
+{
+    struct rt_budget *b = &s->budget;
+    double t0 = rt_now_seconds(), kernel0 = b->kernel_seconds;
+    enum dtrx_status st = DTRX_OK;
+    uint32_t locked = 0;   /* inputs acquired here, by bit */
+    int mutating = c->n_out == 0;
+    for (int i = 0; i < c->n_in && i < 32 && !st; i++)
+        if (c->in[i] >= 0 && (mutating || (c->def->host_inputs >> i & 1))) {
+            st = acquire(s, s->values[c->in[i]], c);
+            locked |= st ? 0 : 1u << i;
+        }
+    if (!st && c->def->infer && c->def->infer(call))
+        st = rt_fail(DTRX_ERR_INPUT, "%s", s->op_err[0] ? s->op_err : "shape inference failed");
+    if (!st && mutating) {
+        /* In-place updates (optimizer steps) run after the backward pass and
+         * are never recomputed: they run directly on acquired inputs. */
+        double k0 = rt_now_seconds();
+        st = rt_call_kernel(s, c);
+        b->kernel_seconds += rt_now_seconds() - k0;
+    } else if (!st) {
+        dtr_tensor ins[64], outs[64];
+        uint64_t bytes[64];
+        int32_t alias[64];
+        uint32_t n_in = 0, n_out = 0;
+        int alias_input = -1;
+        if (c->n_in > 64 || c->n_out > 64)
+            st = rt_fail(DTRX_ERR_INPUT, "node '%s': more than 64 inputs or outputs", c->name);
+        for (int i = 0; i < c->n_in && !st; i++)
+            if (c->in[i] >= 0) {
+                if (i == 0)
+                    alias_input = (int)n_in;
+                ins[n_in++] = s->values[c->in[i]]->dt;
+            }
+        for (int i = 0; i < c->n_out && !st; i++)
+            if (c->out[i] >= 0) {
+                bytes[n_out] = arena_rounded(tensor_size_bytes(call->out[i]));
+                alias[n_out] = c->def->alias && i == 0 ? alias_input : -1;
+                n_out++;
+            }
+        if (!st && !n_out)
+            st = rt_fail(DTRX_ERR_INPUT, "node '%s': every output is omitted", c->name);
+        if (!st) {
+            c->cost_flops = c->def->cost ? c->def->cost(call).flops : 0;
+            struct dtr_call_desc desc = { .inputs = ins, .n_inputs = n_in, .output_bytes = bytes,
+                                          .output_alias = alias, .n_outputs = n_out,
+                                          .cost = c->cost_flops, .closure = c };
+            b->pending_call = c;
+            b->pending_outs = outs;
+            enum dtr_status ds = dtr_call(b->dtr, &desc, outs, NULL);
+            b->pending_call = NULL;
+            if (ds)
+                st = dtr_failure(s, c, ds);
+        }
+    }
+    for (int i = 0; i < c->n_in && i < 32; i++)
+        if (locked >> i & 1)
+            dtr_tensor_unacquire(b->dtr, s->values[c->in[i]]->dt);
+    double total = rt_now_seconds() - t0;
+    s->stats.dtr_overhead_seconds += total - (b->kernel_seconds - kernel0);
+    return st;
+}
+
+enum dtrx_status rt_budget_read(struct dtrx_session *s, struct rt_value *v, void *dst)
+{
+    size_t bytes = tensor_size_bytes(&v->t);
+    if (v->storage || !rt_budget_active(s) || v->dt == DTR_NONE) {
+        if (!v->t.data)
+            return rt_fail(DTRX_ERR_INPUT, "'%s' has no value", v->name);
+        memcpy(dst, v->t.data, bytes);
+        return DTRX_OK;
+    }
+    enum dtr_status st = dtr_tensor_acquire(s->budget.dtr, v->dt);
+    if (st)
+        return rt_fail(st == DTR_ERR_OOM ? DTRX_ERR_BUDGET : DTRX_ERR_INTERNAL, "reading '%s': %s", v->name,
+                       dtr_error(s->budget.dtr));
+    memcpy(dst, tensor_data(s, v->dt, 0), bytes);
+    dtr_tensor_unacquire(s->budget.dtr, v->dt);
+    return DTRX_OK;
+}
+
+/* Makes a value resident for good (until the instance ends). */
+enum dtrx_status rt_budget_pin(struct dtrx_session *s, struct rt_value *v)
+{
+    if (!rt_budget_active(s) || v->dt == DTR_NONE || v->storage)
+        return DTRX_OK;
+    enum dtr_status st = dtr_tensor_pin(s->budget.dtr, v->dt);
+    if (st)
+        return rt_fail(st == DTR_ERR_OOM ? DTRX_ERR_BUDGET : DTRX_ERR_INTERNAL,
+                       "budget of %zu bytes is infeasible: keeping the gradient '%s' resident for the update: %s",
+                       s->arena.budget_bytes, v->name, dtr_error(s->budget.dtr));
+    return DTRX_OK;
+}
+
+void rt_budget_release(struct dtrx_session *s, struct rt_value *v)
+{
+    if (!rt_budget_active(s) || v->dt == DTR_NONE || v->storage || !v->dtr_held)
+        return;
+    v->dtr_held = 0;
+    dtr_tensor_release(s->budget.dtr, v->dt);
+}
+
+/* A step-local constant (axes of a reduction, the loss seed): a pinned
+ * constant of the instance, freed with it. */
+enum dtrx_status rt_budget_constant(struct dtrx_session *s, struct rt_value *v, const void *data)
+{
+    size_t bytes = tensor_size_bytes(&v->t);
+    s->budget.constant_pending = 1;
+    enum dtr_status st = dtr_constant_add(s->budget.dtr, arena_rounded(bytes), NULL, &v->dt);
+    s->budget.constant_pending = 0;
+    if (st)
+        return rt_fail(st == DTR_ERR_OOM ? DTRX_ERR_BUDGET : DTRX_ERR_INTERNAL, "constant '%s': %s", v->name,
+                       dtr_error(s->budget.dtr));
+    v->t.data = tensor_data(s, v->dt, 0);
+    memcpy(v->t.data, data, bytes);
+    return DTRX_OK;
+}
+
+/* Kernel workspace under a budget: when it does not fit, evict (a window
+ * first, then the lowest-scored storages) until it does. The running call's
+ * inputs are locked and its outputs not yet evictable, so it cannot lose
+ * them. */
+void *rt_budget_scratch_alloc(struct dtrx_session *s, size_t bytes)
+{
+    void *p = budget_arena_alloc(s, bytes, NULL, 1);
+    while (!p && rt_budget_active(s)) {
+        struct dtr_stats ds;
+        dtr_stats_get(s->budget.dtr, &ds);
+        dtr_storage victim = DTR_NONE;
+        double best = INFINITY, score;
+        for (dtr_storage st = 0; st < ds.storages; st++)
+            if (dtr_storage_is_evictable(s->budget.dtr, st) && !dtr_storage_score(s->budget.dtr, st, &score) &&
+                score < best) {
+                best = score;
+                victim = st;
+            }
+        if (victim == DTR_NONE || dtr_storage_evict(s->budget.dtr, victim)) {
+            s->budget.scratch_failed_bytes = bytes;
+            return NULL;
+        }
+        p = budget_arena_alloc(s, bytes, NULL, 1);
+    }
+    return p;
+}
+
+int rt_value_live(const struct dtrx_session *s, const struct rt_value *v)
+{
+    return v->storage || (rt_budget_active(s) && v->dt != DTR_NONE);
+}
