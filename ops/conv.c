@@ -573,8 +573,8 @@ int nn_conv_forward(const struct op_call *c, const struct nn_geom *g,
         rc = nn_conv_forward_dnnl_blocked(c, g, x, w, b, y);
     else
         rc = nn_conv_forward_dnnl(c, g, x, w, b, y);
-    if (rc == 0)
-        return 0;
+    if (!nn_may_fall_back(c, rc))
+        return rc;
     return nn_conv_forward_gemm(c, g, x, w, b, y);
 }
 
@@ -726,16 +726,20 @@ int nn_conv_backward_data(const struct op_call *c, const struct nn_geom *g, cons
                           const float *w, float *dx)
 {
     int few_channels = g->group == 1 && g->c < 16 && nn_geom_k_size(g) > 1;
-    if (!few_channels && conv_backward_data_dnnl(c, g, dy, w, dx, conv_bwd_blocked(g)) == 0)
-        return 0;
+    if (!few_channels) {
+        int rc = conv_backward_data_dnnl(c, g, dy, w, dx, conv_bwd_blocked(g));
+        if (!nn_may_fall_back(c, rc))
+            return rc;
+    }
     return nn_conv_backward_data_gemm(c, g, dy, w, dx);
 }
 
 int nn_conv_backward_weights(const struct op_call *c, const struct nn_geom *g, const float *x,
                              const float *dy, float *dw, float *db)
 {
-    if (conv_backward_weights_dnnl(c, g, x, dy, dw, db, conv_bwd_blocked(g)) == 0)
-        return 0;
+    int rc = conv_backward_weights_dnnl(c, g, x, dy, dw, db, conv_bwd_blocked(g));
+    if (!nn_may_fall_back(c, rc))
+        return rc;
     return nn_conv_backward_weights_gemm(c, g, x, dy, dw, db);
 }
 

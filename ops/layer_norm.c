@@ -275,11 +275,14 @@ static int ln_cpu(struct op_call *c)
     const float *bias = bt ? ln_expand(bt, &norm, cols, tmp ? tmp + cols : NULL) : NULL;
     float *mean = c->n_out > 1 && c->out[1] ? c->out[1]->data : NULL;
     float *inv_std = c->n_out > 2 && c->out[2] ? c->out[2]->data : NULL;
-    if (rows * cols == 0 || ln_dnnl(c, rows, cols, scale, bias, p->epsilon, c->out[0]->data, mean, inv_std))
+    int rc = rows * cols == 0 ? -1 : ln_dnnl(c, rows, cols, scale, bias, p->epsilon, c->out[0]->data, mean, inv_std);
+    if (nn_may_fall_back(c, rc)) {
         nn_layernorm_forward(rows, cols, c->in[0]->data, scale, bias, p->epsilon, c->out[0]->data,
                              mean, inv_std);
+        rc = 0;
+    }
     nn_scratch_free(c, tmp);
-    return 0;
+    return rc;
 }
 
 /* ---- gradient -------------------------------------------------------------------

@@ -89,7 +89,18 @@ static inline void *nn_scratch_alloc(const struct op_call *c, size_t bytes)
 {
     if (!c->env || !c->env->scratch_alloc)
         return NULL;
-    return c->env->scratch_alloc(c->env->ctx, bytes ? bytes : 1);
+    void *p = c->env->scratch_alloc(c->env->ctx, bytes ? bytes : 1);
+    if (!p)
+        c->env->scratch_failed = 1;
+    return p;
+}
+
+/* A oneDNN path returned rc: 1 when the portable fallback may run instead —
+ * only when oneDNN refused the shape, never for want of memory (see
+ * op_env.scratch_failed). */
+static inline int nn_may_fall_back(const struct op_call *c, int rc)
+{
+    return rc != 0 && !(c->env && c->env->scratch_failed);
 }
 
 static inline void nn_scratch_free(const struct op_call *c, void *p)

@@ -79,6 +79,11 @@ struct op_env {
      * effects of the first execution (BatchNormalization's running
      * statistics) must not happen twice. */
     int recomputing;
+    /* Set when scratch_alloc returned NULL during this call. Kernels with a
+     * fallback path must then fail instead of falling back: which path ran
+     * may depend only on the call's shapes, or a recomputation could take
+     * the other path and differ in the last bits. */
+    int scratch_failed;
     char *err;                     /* where op_error() writes */
     size_t err_size;
 };

@@ -303,9 +303,11 @@ static int maxpool_cpu(struct op_call *c)
     if (pool_geom(c, &g))
         return -1;
     struct tensor *ind = c->n_out > 1 ? c->out[1] : NULL;
-    if (!ind && c->in[0]->dtype == ONNX_DTYPE_FLOAT
-        && nn_pool_forward_dnnl(c, &g, NN_POOL_MAX, c->in[0]->data, c->out[0]->data) == 0)
-        return 0;
+    if (!ind && c->in[0]->dtype == ONNX_DTYPE_FLOAT) {
+        int rc = nn_pool_forward_dnnl(c, &g, NN_POOL_MAX, c->in[0]->data, c->out[0]->data);
+        if (!nn_may_fall_back(c, rc))
+            return rc;
+    }
     return nn_maxpool_forward(c, &g, c->in[0]->dtype, c->in[0]->data, c->out[0]->data,
                               ind ? ind->data : NULL, p->storage_order);
 }
@@ -316,9 +318,10 @@ static int avgpool_cpu(struct op_call *c)
     struct nn_geom g;
     if (pool_geom(c, &g))
         return -1;
-    if (nn_pool_forward_dnnl(c, &g, p->count_include_pad ? NN_POOL_AVG_INCLUDE_PAD : NN_POOL_AVG_EXCLUDE_PAD,
-                             c->in[0]->data, c->out[0]->data) == 0)
-        return 0;
+    int rc = nn_pool_forward_dnnl(c, &g, p->count_include_pad ? NN_POOL_AVG_INCLUDE_PAD : NN_POOL_AVG_EXCLUDE_PAD,
+                                  c->in[0]->data, c->out[0]->data);
+    if (!nn_may_fall_back(c, rc))
+        return rc;
     return nn_avgpool_forward(c, &g, p->count_include_pad, c->in[0]->data, c->out[0]->data);
 }
 
