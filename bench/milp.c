@@ -43,6 +43,13 @@
 
 extern char **environ;
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 static uint64_t gcd64(uint64_t a, uint64_t b)
 {
     while (b) {
@@ -179,7 +186,8 @@ static const char *script_path(void)
 }
 
 /* Runs the solver script; 0 when it exited 0. */
-static int run_solver(const char *lp, const char *sol, const struct plan_options *o, char *err, size_t err_size)
+static int run_solver(const char *lp, const char *sol, const char *start, double time_limit,
+                      const struct plan_options *o, char *err, size_t err_size)
 {
     const char *py = getenv("DTRX_PYTHON");
     if (!py || !*py)
@@ -190,10 +198,10 @@ static int run_solver(const char *lp, const char *sol, const struct plan_options
         return -1;
     }
     char tl[32], th[32];
-    snprintf(tl, sizeof tl, "%g", o->time_limit_s > 0 ? o->time_limit_s : 0.0);
+    snprintf(tl, sizeof tl, "%g", time_limit > 0 ? time_limit : 0.0);
     snprintf(th, sizeof th, "%d", o->threads > 0 ? o->threads : 0);
     char *argv[] = { (char *)py, (char *)script, (char *)lp, (char *)sol, "--time-limit", tl, "--threads", th,
-                     o->verbose ? "--verbose" : "--quiet", NULL };
+                     o->verbose ? "--verbose" : "--quiet", start ? "--start" : NULL, (char *)start, NULL };
     pid_t pid;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
@@ -273,6 +281,71 @@ out:
     return rc;
 }
 
+/* A MIP start from a schedule made of stages (plan_schedule_from_s):
+ * R = the runs of each stage, S = what is resident when a stage begins,
+ * F and U by the model's own definitions. With frees after last use this
+ * is the schedule's own memory, so a schedule within the budget is a
+ * feasible start (unless the conservative unit rounding says otherwise,
+ * and then the solver ignores it). */
+static int write_start(const char *path, const struct plan_graph *g, const double *M, const struct schedule *sc)
+{
+    uint32_t T = g->n;
+    uint8_t *R = calloc((size_t)T * T + 1, 1), *S = calloc((size_t)(T + 1) * T + 1, 1), *res = calloc(T + 1, 1);
+    FILE *f = R && S && res ? fopen(path, "w") : NULL;
+    int rc = -1;
+    if (!f)
+        goto out;
+    int32_t stage = -1;
+    for (uint32_t k = 0; k < sc->n_steps; k++) {
+        const struct schedule_step *st = &sc->steps[k];
+        if (st->kind == SCHEDULE_FREE) {
+            res[st->node] = 0;
+            continue;
+        }
+        if (st->stage < 0 || (uint32_t)st->stage >= T || st->stage < stage)
+            goto out;
+        while (stage < st->stage) {
+            stage++;
+            memcpy(S + (size_t)stage * T, res, T);
+        }
+        R[(size_t)stage * T + st->node] = 1;
+        res[st->node] = 1;
+    }
+    for (uint32_t t = 0; t < T; t++) {
+        const uint8_t *Rt = R + (size_t)t * T, *St = S + (size_t)t * T, *Sn = S + (size_t)(t + 1) * T;
+        for (uint32_t i = 0; i <= t; i++) {
+            fprintf(f, "R%u_%u %d\n", t, i, Rt[i]);
+            if (i < t)
+                fprintf(f, "S%u_%u %d\n", t, i, St[i]);
+        }
+        double u = M[0] * Rt[0];
+        for (uint32_t i = 0; i < t; i++)
+            u += M[i] * St[i];
+        for (uint32_t k = 0; k <= t; k++) {
+            if (k)
+                u += M[k] * Rt[k];
+            fprintf(f, "U%u_%u %.17g\n", t, k, u);
+            for (uint32_t q = g->pred_at[k]; q <= g->pred_at[k + 1]; q++) {
+                uint32_t i = q < g->pred_at[k + 1] ? g->preds[q] : k;
+                int h = 1 - Rt[k] + (t + 1 < T ? Sn[i] : g->sink[i]);
+                for (uint32_t p = g->succ_at[i]; p < g->succ_at[i + 1]; p++)
+                    h += g->succs[p] > k && g->succs[p] <= t && Rt[g->succs[p]];
+                fprintf(f, "F%u_%u_%u %d\n", t, i, k, h == 0);
+                if (h == 0)
+                    u -= M[i];
+            }
+        }
+    }
+    rc = 0;
+out:
+    if (f && fclose(f))
+        rc = -1;
+    free(R);
+    free(S);
+    free(res);
+    return rc;
+}
+
 /* A temporary folder for the model and the answer. */
 static int make_workdir(char *dir, size_t n, char *err, size_t err_size)
 {
@@ -310,14 +383,20 @@ static int copy_file(const char *from, const char *to)
 
 /* Writes, solves and reads one model. */
 static int solve_model(const struct plan_graph *g, const double *M, double budget_units, int relax,
-                       const struct plan_options *o, struct lp_solution *sol, char *err, size_t err_size)
+                       const struct schedule *start, double time_limit, const struct plan_options *o,
+                       struct lp_solution *sol, char *err, size_t err_size)
 {
-    char dir[512], lp[600], out[600];
+    char dir[512], lp[600], out[600], st[600];
     if (make_workdir(dir, sizeof dir, err, err_size))
         return -1;
     snprintf(lp, sizeof lp, "%s/model.lp", dir);
     snprintf(out, sizeof out, "%s/solution.json", dir);
+    snprintf(st, sizeof st, "%s/start.txt", dir);
     int rc = -1;
+    if (start && write_start(st, g, M, start)) {
+        snprintf(err, err_size, "%s: cannot write the MIP start", st);
+        goto done;
+    }
     if (write_lp(lp, g, M, budget_units, relax)) {
         snprintf(err, err_size, "%s: cannot write the model: %s", lp, strerror(errno));
         goto done;
@@ -326,11 +405,89 @@ static int solve_model(const struct plan_graph *g, const double *M, double budge
         snprintf(err, err_size, "%s: cannot write the model", o->keep_model);
         goto done;
     }
-    if (run_solver(lp, out, o, err, err_size) || read_solution(out, g->n, sol, err, err_size))
+    if (run_solver(lp, out, start ? st : NULL, time_limit, o, err, err_size) ||
+        read_solution(out, g->n, sol, err, err_size))
         goto done;
     rc = 0;
 done:
+    unlink(st);
     remove_workdir(dir, lp, out);
+    return rc;
+}
+
+/* Checkmate's two-phase rounding: the LP relaxation solved below the
+ * budget (0.9 of it, as Checkmate; then the full budget, where an
+ * infeasible relaxation proves that no schedule exists; then lower), S
+ * rounded at thresholds 0.1 ... 0.9, R by the closure; the cheapest
+ * schedule within the budget. PLAN_INFEASIBLE with "infeasible" in err
+ * when the relaxation itself has no solution at the full budget. */
+static enum plan_status lp_round(const struct plan_graph *g, const double *M, double budget_units,
+                                 uint64_t budget_bytes, const struct plan_options *o, struct schedule *best_out,
+                                 double *best_cost, double *seconds, char *err, size_t err_size)
+{
+    static const double factors[] = { 0.9, 1.0, 0.75, 0.5 };
+    uint32_t T = g->n;
+    uint8_t *S = malloc((size_t)T * T + 1);
+    struct lp_solution sol = { 0 };
+    struct schedule_result r;
+    char e[400];
+    enum plan_status rc = PLAN_ERROR;
+    double t0 = now_s();
+    *best_cost = INFINITY;
+    if (!S) {
+        snprintf(err, err_size, "out of memory");
+        return PLAN_ERROR;
+    }
+    for (size_t f = 0; f < sizeof factors / sizeof factors[0] && !isfinite(*best_cost); f++) {
+        if (o->time_limit_s > 0 && now_s() - t0 > o->time_limit_s)
+            break;
+        free(sol.S);
+        sol.S = NULL;
+        double left = o->time_limit_s > 0 ? fmax(1, o->time_limit_s - (now_s() - t0)) : 0;
+        if (solve_model(g, M, floor(budget_units * factors[f]), 1, NULL, left, o, &sol, err, err_size))
+            goto done;
+        if (!sol.has_solution) {
+            if (factors[f] == 1.0 && !strcmp(sol.status, "infeasible")) {
+                snprintf(err, err_size, "infeasible: no schedule of %s fits %llu bytes (the LP relaxation is "
+                         "infeasible)", g->name, (unsigned long long)budget_bytes);
+                rc = PLAN_INFEASIBLE;
+                goto done;
+            }
+            continue;
+        }
+        for (int th = 1; th <= 9; th++) {
+            struct schedule cand;
+            for (size_t k = 0; k < (size_t)T * T; k++)
+                S[k] = sol.S[k] >= th / 10.0f - 1e-6f;
+            schedule_init(&cand);
+            if (plan_schedule_from_s(g, S, &cand, err, err_size)) {
+                schedule_free(&cand);
+                goto done;
+            }
+            if (schedule_simulate(g, &cand, 0, &r, e, sizeof e)) {
+                schedule_free(&cand);
+                snprintf(err, err_size, "internal: a rounded schedule does not validate: %s", e);
+                goto done;
+            }
+            if (r.peak_bytes <= budget_bytes && r.total_compute < *best_cost) {
+                *best_cost = r.total_compute;
+                schedule_free(best_out);
+                *best_out = cand;
+            } else {
+                schedule_free(&cand);
+            }
+        }
+    }
+    if (!isfinite(*best_cost)) {
+        snprintf(err, err_size, "no rounding of the LP relaxation fits %llu bytes", (unsigned long long)budget_bytes);
+        rc = PLAN_INFEASIBLE;
+        goto done;
+    }
+    rc = PLAN_OK;
+done:
+    *seconds = now_s() - t0;
+    free(S);
+    free(sol.S);
     return rc;
 }
 
@@ -396,26 +553,59 @@ enum plan_status plan_checkmate(const struct plan_graph *g, uint64_t budget_byte
     double budget_units = floor((double)(budget_bytes - g->param_bytes) / (double)unit);
     enum plan_status rc = PLAN_ERROR;
     struct lp_solution sol = { 0 };
-    if (!relax) {
-        if (solve_model(g, M, budget_units, 0, o, &sol, err, err_size))
-            goto done;
-        out->solver.solve_seconds = sol.seconds;
-        out->solver.objective = sol.objective;
-        out->solver.bound = sol.bound;
-        out->solver.gap = sol.gap;
-        snprintf(out->solver.status, sizeof out->solver.status, "%s", sol.status);
-        if (!strcmp(sol.status, "infeasible")) {
-            snprintf(err, err_size, "infeasible: no schedule of %s fits %llu bytes (the MILP is infeasible, %.3g s)",
-                     g->name, (unsigned long long)budget_bytes, sol.seconds);
-            rc = PLAN_INFEASIBLE;
-            goto done;
-        }
-        if (!sol.has_solution) {
-            snprintf(err, err_size, "no schedule found within %.3g s (solver status %s; not proven infeasible)",
-                     sol.seconds, sol.status);
-            rc = PLAN_INFEASIBLE;
+    double t0 = now_s(), lp_s = 0, lp_best = INFINITY;
+    struct schedule rounded;
+    schedule_init(&rounded);
+    /* The LP relaxation with rounding: the answer of checkmate-lp, and the
+     * MIP start of checkmate (the MILP's own search finds no incumbent for
+     * a long time on the larger graphs). */
+    enum plan_status lrc = lp_round(g, M, budget_units, budget_bytes, o, &rounded, &lp_best, &lp_s, err, err_size);
+    if (lrc == PLAN_ERROR)
+        goto done;
+    if (relax) {
+        out->solver.solve_seconds = lp_s;
+        if (lrc != PLAN_OK) {
+            rc = lrc;
             goto done;
         }
+        schedule_free(out);
+        out->steps = rounded.steps;
+        out->n_steps = rounded.n_steps;
+        out->cap_steps = rounded.cap_steps;
+        rounded.steps = NULL;
+        snprintf(out->solver.status, sizeof out->solver.status, "rounded");
+        out->solver.objective = lp_best;
+        rc = PLAN_OK;
+        goto done;
+    }
+    if (lrc == PLAN_INFEASIBLE && strstr(err, "infeasible")) {
+        /* the relaxation is infeasible at the full budget: so is the MILP */
+        rc = PLAN_INFEASIBLE;
+        goto done;
+    }
+    double left = o->time_limit_s > 0 ? o->time_limit_s - (now_s() - t0) : 0;
+    if (o->time_limit_s > 0 && left < 1)
+        left = 1;
+    if (solve_model(g, M, budget_units, 0, lrc == PLAN_OK ? &rounded : NULL, left, o, &sol, err, err_size))
+        goto done;
+    out->solver.solve_seconds = sol.seconds + lp_s;
+    out->solver.objective = sol.objective;
+    out->solver.bound = sol.bound;
+    out->solver.gap = sol.gap;
+    snprintf(out->solver.status, sizeof out->solver.status, "%s", sol.status);
+    if (!strcmp(sol.status, "infeasible")) {
+        snprintf(err, err_size, "infeasible: no schedule of %s fits %llu bytes (the MILP is infeasible, %.3g s)",
+                 g->name, (unsigned long long)budget_bytes, sol.seconds);
+        rc = PLAN_INFEASIBLE;
+        goto done;
+    }
+    if (!sol.has_solution && lrc != PLAN_OK) {
+        snprintf(err, err_size, "no schedule found within %.3g s (solver status %s; not proven infeasible)",
+                 sol.seconds, sol.status);
+        rc = PLAN_INFEASIBLE;
+        goto done;
+    }
+    if (sol.has_solution) {
         for (size_t k = 0; k < (size_t)T * T; k++)
             S[k] = sol.S[k] > 0.5f;
         if (plan_schedule_from_s(g, S, out, err, err_size))
@@ -424,70 +614,21 @@ enum plan_status plan_checkmate(const struct plan_graph *g, uint64_t budget_byte
             snprintf(err, err_size, "internal: the MILP's schedule does not validate: %s", e);
             goto done;
         }
-        rc = PLAN_OK;
-        goto done;
     }
-    /* LP relaxation, solved below the budget (Checkmate uses 0.9 of it) so
-     * that rounding has room; S rounded at several thresholds, R by the
-     * closure; the cheapest schedule within the budget wins. */
-    static const double factors[] = { 0.9, 0.75, 0.5, 1.0 };
-    double best = INFINITY, total_s = 0;
-    struct schedule cand;
-    for (size_t f = 0; f < sizeof factors / sizeof factors[0] && !isfinite(best); f++) {
-        free(sol.S);
-        sol.S = NULL;
-        if (solve_model(g, M, floor(budget_units * factors[f]), 1, o, &sol, err, err_size))
-            goto done;
-        total_s += isnan(sol.seconds) ? 0 : sol.seconds;
-        if (!sol.has_solution) {
-            if (factors[f] == 1.0 || !strcmp(sol.status, "infeasible")) {
-                if (!strcmp(sol.status, "infeasible") && factors[f] < 1.0)
-                    continue;
-                snprintf(err, err_size, "infeasible: %s (the LP relaxation has no solution at %llu bytes)", g->name,
-                         (unsigned long long)budget_bytes);
-                rc = PLAN_INFEASIBLE;
-                goto done;
-            }
-            continue;
-        }
-        for (int th = 1; th <= 9; th++) {
-            for (size_t k = 0; k < (size_t)T * T; k++)
-                S[k] = sol.S[k] >= th / 10.0f - 1e-6f;
-            schedule_init(&cand);
-            if (plan_schedule_from_s(g, S, &cand, err, err_size)) {
-                schedule_free(&cand);
-                goto done;
-            }
-            if (schedule_simulate(g, &cand, 0, &r, e, sizeof e)) {
-                schedule_free(&cand);
-                snprintf(err, err_size, "internal: a rounded schedule does not validate: %s", e);
-                goto done;
-            }
-            if (r.peak_bytes <= budget_bytes && r.total_compute < best) {
-                best = r.total_compute;
-                schedule_free(out);
-                out->steps = cand.steps;
-                out->n_steps = cand.n_steps;
-                out->cap_steps = cand.cap_steps;
-                out->solver.bound = sol.objective;
-            } else {
-                schedule_free(&cand);
-            }
-        }
+    if (!sol.has_solution || r.total_compute > lp_best) {
+        /* the start is still the best known */
+        schedule_free(out);
+        out->steps = rounded.steps;
+        out->n_steps = rounded.n_steps;
+        out->cap_steps = rounded.cap_steps;
+        rounded.steps = NULL;
+        out->solver.objective = lp_best;
+        if (isfinite(out->solver.bound))
+            out->solver.gap = lp_best > 0 ? (lp_best - out->solver.bound) / lp_best : 0;
     }
-    out->solver.solve_seconds = total_s;
-    if (!isfinite(best)) {
-        snprintf(err, err_size, "no rounding of the LP relaxation fits %llu bytes (try the MILP)",
-                 (unsigned long long)budget_bytes);
-        rc = PLAN_INFEASIBLE;
-        goto done;
-    }
-    snprintf(out->solver.status, sizeof out->solver.status, "rounded");
-    out->solver.objective = best;
-    /* the LP value at a tighter budget is no bound for this budget */
-    out->solver.bound = NAN;
     rc = PLAN_OK;
 done:
+    schedule_free(&rounded);
     free(M);
     free(S);
     free(sol.S);

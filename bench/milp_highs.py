@@ -9,7 +9,11 @@ validation:
    "objective": x, "bound": y, "gap": g, "seconds": s,
    "S": [[t, i, value], ...]}          (only S's non-zero values)
 
-usage: milp_highs.py MODEL.lp ANSWER.json [--time-limit S] [--threads N] [--verbose|--quiet]
+With --start FILE ("NAME VALUE" lines, from a rounded LP schedule) the
+values are given to HiGHS as a MIP start (it checks them and ignores an
+infeasible start).
+
+usage: milp_highs.py MODEL.lp ANSWER.json [--time-limit S] [--threads N] [--start FILE] [--verbose|--quiet]
 """
 import argparse
 import json
@@ -27,6 +31,7 @@ def main():
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--start")
     a = ap.parse_args()
     try:
         import highspy
@@ -47,6 +52,20 @@ def main():
     if st == highspy.HighsStatus.kError:
         print(f"milp_highs.py: HiGHS cannot read {a.model}", file=sys.stderr)
         return 3
+    if a.start:
+        lp = h.getLp()
+        index = {name: j for j, name in enumerate(lp.col_names_)}
+        values = [0.0] * lp.num_col_
+        with open(a.start) as f:
+            for line in f:
+                name, _, value = line.partition(" ")
+                j = index.get(name)
+                if j is not None:
+                    values[j] = float(value)
+        sol = highspy.HighsSolution()
+        sol.col_value = values
+        sol.value_valid = True
+        h.setSolution(sol)
     h.run()
     seconds = time.monotonic() - t0
 

@@ -632,10 +632,13 @@ int plan_schedule_from_s(const struct plan_graph *g, const uint8_t *S, struct sc
                     if (!St[g->preds[q]])
                         R[g->preds[q]] = 1;
         for (uint32_t v = 0; v <= t; v++)
-            if (R[v] && schedule_push(out, SCHEDULE_RUN, v, 0)) {
-                free(R);
-                snprintf(err, err_size, "out of memory");
-                return -1;
+            if (R[v]) {
+                if (schedule_push(out, SCHEDULE_RUN, v, 0)) {
+                    free(R);
+                    snprintf(err, err_size, "out of memory");
+                    return -1;
+                }
+                out->steps[out->n_steps - 1].stage = (int32_t)t;
             }
     }
     free(R);

@@ -569,9 +569,13 @@ int schedule_insert_frees(const struct plan_graph *g, struct schedule *s, char *
             next[p] = head[free_after[p]];
             head[free_after[p]] = p;
         }
-    for (uint32_t p = 0; p < nr; p++) {
+    for (uint32_t p = 0, k = 0; p < nr; p++, k++) {
+        while (s->steps[k].kind != SCHEDULE_RUN)
+            k++;
         if (schedule_push(&out, SCHEDULE_RUN, runs[p], ever[runs[p]]))
             goto oom;
+        /* a planner's stage marks survive (milp.c reads them back) */
+        out.steps[out.n_steps - 1].stage = s->steps[k].stage;
         ever[runs[p]] = 1;
         for (uint32_t q = head[p]; q != UINT32_MAX; q = next[q])
             if (schedule_push(&out, SCHEDULE_FREE, runs[q], 0))

@@ -19,3 +19,8 @@ if ! $PY -c "import numpy, onnx, onnxruntime" 2>/dev/null; then
   $PY -m pip install -q --disable-pip-version-check numpy onnx onnxruntime 2>&1 | grep -v "Running pip as the 'root' user" || true
   $PY -c "import numpy, onnx, onnxruntime"
 fi
+# HiGHS: the MILP/LP solver behind `dtrexec plan --solver checkmate` (bench/milp_highs.py)
+if ! $PY -c "import highspy" 2>/dev/null; then
+  $PY -m pip install -q --disable-pip-version-check highspy 2>&1 | grep -v "Running pip as the 'root' user" || true
+  $PY -c "import highspy"
+fi
