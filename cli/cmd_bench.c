@@ -1,6 +1,9 @@
 /* cli/cmd_bench.c — `dtrexec bench TRACE|GRAPH...`: budget sweeps in the
- * simulator, written as CSV and as an SVG plot (bench/sweep.c, plot.c). */
+ * simulator, written as CSV and as an SVG plot (bench/sweep.c, plot.c);
+ * with --solvers, on graphs, DTR heuristics against static planners at
+ * the same budgets (bench/planners*.c). */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +24,10 @@ static void bench_usage(FILE *f)
             "  --csv FILE                  one row per run\n"
             "  --plot FILE.svg             slowdown against budget, a panel per input\n"
             "  --quiet                     no table on stdout\n"
+            "  --solvers S,S,...           also plan every graph at every budget with these static planners\n"
+            "                              (checkpoint-all, chen-sqrtn, chen-greedy, griewank, checkmate,\n"
+            "                              checkmate-lp) and compare: overhead, peak, solve time, per method\n"
+            "  --time-limit SEC            MILP/LP time limit per budget (default 600)\n"
             "Exit status: 0 done, 1 bad input, 3 internal error.\n");
 }
 
@@ -31,9 +38,155 @@ static double now_s(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+static int parse_solvers(const char *text, enum plan_solver *out, int max)
+{
+    int n = 0;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", text);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (n == max || plan_solver_parse(tok, &out[n]))
+            return -1;
+        n++;
+    }
+    return n;
+}
+
+/* DTR rows from the sweep, then every solver at every ratio; the table,
+ * CSV and SVG of the comparison. */
+static int bench_compare(struct sim_program *progs, const char **paths, int n_paths, const double *ratios,
+                         int n_ratios, const enum dtr_heuristic *hs, int n_hs, const struct sim_options *o,
+                         const enum plan_solver *solvers, int n_solvers, const struct plan_options *po,
+                         const char *csv, const char *plot, int quiet)
+{
+    char err[600];
+    size_t cap = (size_t)n_paths * n_ratios * (n_hs + n_solvers) + 1, n = 0;
+    struct compare_row *rows = calloc(cap, sizeof *rows);
+    struct plan_graph *graphs = calloc(n_paths, sizeof *graphs);
+    int loaded = 0, rc = CLI_EXIT_OK;
+    if (!rows || !graphs) {
+        free(rows);
+        free(graphs);
+        return CLI_EXIT_INTERNAL;
+    }
+    for (; loaded < n_paths; loaded++)
+        if (plan_graph_load(paths[loaded], &graphs[loaded], err, sizeof err)) {
+            fprintf(stderr, "dtrexec bench: --solvers needs graphs: %s\n", err);
+            rc = CLI_EXIT_USAGE;
+            goto out;
+        }
+    for (int p = 0; p < n_paths; p++) {
+        struct sim_baseline b;
+        if (sim_baseline_run(&progs[p], &b, err, sizeof err)) {
+            fprintf(stderr, "dtrexec bench: %s\n", err);
+            rc = CLI_EXIT_USAGE;
+            goto out;
+        }
+        for (int r = 0; r < n_ratios; r++) {
+            uint64_t budget = (uint64_t)floor((double)b.peak_bytes * ratios[r]);
+            if (!budget)
+                budget = 1;
+            for (int h = 0; h < n_hs; h++) {
+                struct compare_row *row = &rows[n++];
+                struct sim_options so = *o;
+                struct sim_result res;
+                so.heuristic = hs[h];
+                so.budget_bytes = budget;
+                so.budget_ratio = 0;
+                row->model = progs[p].name;
+                snprintf(row->method, sizeof row->method, "%s", dtr_heuristic_name(hs[h]));
+                row->ratio = ratios[r];
+                row->budget_bytes = budget;
+                row->gap = NAN;
+                if (sim_run(&progs[p], &b, &so, &res)) {
+                    fprintf(stderr, "dtrexec bench: %s: %s\n", progs[p].name, res.message);
+                    rc = CLI_EXIT_USAGE;
+                    goto out;
+                }
+                row->ok = res.outcome == SIM_PASS;
+                snprintf(row->outcome, sizeof row->outcome, "%s", sim_outcome_name(res.outcome));
+                row->overhead = res.overhead;
+                row->peak_bytes = res.peak_bytes;
+                row->solve_s = res.wall_s;
+            }
+            for (int k = 0; k < n_solvers; k++) {
+                struct compare_row *row = &rows[n++];
+                struct schedule s;
+                struct schedule_result res;
+                row->model = progs[p].name;
+                snprintf(row->method, sizeof row->method, "%s", plan_solver_name(solvers[k]));
+                row->is_solver = 1;
+                row->ratio = ratios[r];
+                row->budget_bytes = budget;
+                row->gap = NAN;
+                enum plan_status st = plan_make(&graphs[p], solvers[k], budget, po, &s, err, sizeof err);
+                if (st == PLAN_ERROR) {
+                    fprintf(stderr, "dtrexec bench: %s, %s at %g: %s\n", graphs[p].name, row->method, ratios[r], err);
+                    rc = CLI_EXIT_INTERNAL;
+                    goto out;
+                }
+                if (st == PLAN_INFEASIBLE) {
+                    snprintf(row->outcome, sizeof row->outcome, "%s",
+                             strstr(err, "within") ? "no_solution" : "infeasible");
+                    continue;
+                }
+                if (schedule_simulate(&graphs[p], &s, budget, &res, err, sizeof err)) {
+                    fprintf(stderr, "dtrexec bench: internal: %s, %s: %s\n", graphs[p].name, row->method, err);
+                    schedule_free(&s);
+                    rc = CLI_EXIT_INTERNAL;
+                    goto out;
+                }
+                row->ok = 1;
+                snprintf(row->outcome, sizeof row->outcome, "%s", s.solver.status);
+                row->overhead = res.overhead;
+                row->peak_bytes = res.peak_bytes;
+                row->solve_s = s.solver.seconds;
+                row->gap = s.solver.gap;
+                schedule_free(&s);
+                if (!quiet) {
+                    fprintf(stderr, "  %s %s %.3g: %.5f (%.1f s)\n", progs[p].name, row->method, ratios[r],
+                            row->overhead, row->solve_s);
+                }
+            }
+        }
+    }
+    if (!quiet) {
+        printf("%-24s %-15s %6s %-12s %9s %14s %9s %8s\n", "model", "method", "ratio", "outcome", "overhead",
+               "peak_bytes", "time_s", "gap");
+        for (size_t i = 0; i < n; i++) {
+            const struct compare_row *r = &rows[i];
+            printf("%-24s %-15s %6.3g %-12s ", r->model, r->method, r->ratio, r->outcome);
+            if (r->ok)
+                printf("%9.5f %14llu", r->overhead, (unsigned long long)r->peak_bytes);
+            else
+                printf("%9s %14s", "-", "-");
+            printf(" %9.3f", r->solve_s);
+            if (!isnan(r->gap))
+                printf(" %8.4g", r->gap);
+            printf("\n");
+        }
+    }
+    if (csv && compare_write_csv(csv, rows, n, err, sizeof err)) {
+        fprintf(stderr, "dtrexec bench: %s\n", err);
+        rc = CLI_EXIT_USAGE;
+    }
+    if (plot && compare_write_svg(plot, rows, n, err, sizeof err)) {
+        fprintf(stderr, "dtrexec bench: %s\n", err);
+        rc = CLI_EXIT_USAGE;
+    }
+out:
+    for (int i = 0; i < loaded; i++)
+        plan_graph_free(&graphs[i]);
+    free(graphs);
+    free(rows);
+    return rc;
+}
+
 int cmd_bench(int argc, char **argv)
 {
-    const char *budgets = "0.1:1.0:0.1", *heur = "dtr,dtr-eq,dtr-local,lru,size,msps";
+    const char *budgets = "0.1:1.0:0.1", *heur = "dtr,dtr-eq,dtr-local,lru,size,msps", *solver_text = NULL;
+    struct plan_options po;
+    plan_options_default(&po);
+    po.time_limit_s = 600;
     const char *csv = NULL, *plot = NULL;
     int quiet = 0, n_paths = 0, rc = CLI_EXIT_OK;
     const char **paths = calloc(argc, sizeof *paths);
@@ -53,6 +206,17 @@ int cmd_bench(int argc, char **argv)
             budgets = argv[++i];
         } else if (!strcmp(a, "--heuristics") && v) {
             heur = argv[++i];
+        } else if (!strcmp(a, "--solvers") && v) {
+            solver_text = argv[++i];
+        } else if (!strcmp(a, "--time-limit") && v) {
+            char *end;
+            po.time_limit_s = strtod(v, &end);
+            if (end == v || *end || !(po.time_limit_s >= 0)) {
+                fprintf(stderr, "dtrexec bench: --time-limit '%s' is not a number of seconds\n", v);
+                free(paths);
+                return CLI_EXIT_USAGE;
+            }
+            i++;
         } else if (!strcmp(a, "--csv") && v) {
             csv = argv[++i];
         } else if (!strcmp(a, "--plot") && v) {
@@ -123,6 +287,19 @@ int cmd_bench(int argc, char **argv)
             goto out;
         }
         pp[loaded] = &progs[loaded];
+    }
+    if (solver_text) {
+        enum plan_solver solvers[PLAN_SOLVER_COUNT * 2];
+        int n_solvers = parse_solvers(solver_text, solvers, PLAN_SOLVER_COUNT * 2);
+        if (n_solvers <= 0) {
+            fprintf(stderr, "dtrexec bench: bad --solvers '%s' (checkpoint-all, chen-sqrtn, chen-greedy, griewank, "
+                            "checkmate, checkmate-lp)\n", solver_text);
+            rc = CLI_EXIT_USAGE;
+            goto out;
+        }
+        rc = bench_compare(progs, paths, n_paths, ratios, n_ratios, hs, n_hs, &o, solvers, n_solvers, &po, csv, plot,
+                           quiet);
+        goto out;
     }
     double t0 = now_s();
     if (sweep_run(pp, n_paths, ratios, n_ratios, hs, n_hs, &o, &rows, &n_rows, err, sizeof err)) {
