@@ -626,6 +626,37 @@ enum plan_status plan_checkmate(const struct plan_graph *g, uint64_t budget_byte
         if (isfinite(out->solver.bound))
             out->solver.gap = lp_best > 0 ? (lp_best - out->solver.bound) / lp_best : 0;
     }
+    /* A solve stopped by its time limit can hold a worse incumbent than a
+     * classic planner: the cheapest schedule known is returned, and the
+     * gap is measured from it to the MILP's bound. (A cheaper baseline
+     * after a proven optimum would mean a schedule outside Checkmate's
+     * frontier-advancing stages; it is returned too, and says so.) */
+    if (schedule_simulate(g, out, budget_bytes, &r, e, sizeof e)) {
+        snprintf(err, err_size, "internal: the MILP's schedule does not validate: %s", e);
+        goto done;
+    }
+    double have = r.total_compute;
+    for (int k = PLAN_CHECKPOINT_ALL; k <= PLAN_GRIEWANK; k++) {
+        struct schedule b;
+        char be[400];
+        if (plan_make(g, (enum plan_solver)k, budget_bytes, NULL, &b, be, sizeof be) != PLAN_OK)
+            continue;
+        if (schedule_simulate(g, &b, budget_bytes, &r, be, sizeof be) || r.total_compute >= have) {
+            schedule_free(&b);
+            continue;
+        }
+        have = r.total_compute;
+        schedule_free(out);
+        out->steps = b.steps;
+        out->n_steps = b.n_steps;
+        out->cap_steps = b.cap_steps;
+        out->solver.objective = have;
+        if (isfinite(out->solver.bound))
+            out->solver.gap = have > 0 ? fmax(0, (have - out->solver.bound) / have) : 0;
+        snprintf(out->solver.backend, sizeof out->solver.backend, "highs; incumbent %s", plan_solver_name(k));
+        if (!strcmp(out->solver.status, "optimal"))
+            snprintf(out->solver.status, sizeof out->solver.status, "outside_model");
+    }
     rc = PLAN_OK;
 done:
     schedule_free(&rounded);
