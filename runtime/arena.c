@@ -313,3 +313,85 @@ int arena_find_window(const struct arena *a, size_t bytes, arena_score_fn score,
     }
     return 0;
 }
+
+int arena_compact(struct arena *a, arena_movable_fn movable, arena_moved_fn moved, void *ctx)
+{
+    if (!a->budget_bytes)
+        return 0;
+    /* Gap records first, so that nothing changes if they cannot be had. */
+    size_t n_used = 0;
+    for (struct arena_block *b = a->blocks; b; b = b->next)
+        n_used += !b->is_free;
+    struct arena_block **gaps = calloc(n_used + 1, sizeof *gaps);
+    for (size_t i = 0; gaps && i <= n_used; i++)
+        if (!(gaps[i] = block_new())) {
+            for (size_t k = 0; k < i; k++)
+                free(gaps[k]);
+            free(gaps);
+            gaps = NULL;
+        }
+    if (!gaps)
+        return -1;
+    size_t write = 0;
+    for (struct arena_block *b = a->blocks; b; b = b->next) {
+        if (b->is_free)
+            continue;
+        void *old = a->base + b->offset;
+        if (b->offset > write && movable(ctx, b->owner, old)) {
+            hash_take(a, old, 1);
+            memmove(a->base + write, old, b->size);
+            b->offset = write;
+            hash_put(a, b);
+            moved(ctx, b->owner, old, a->base + write);
+        }
+        write = b->offset + b->size;
+    }
+    /* Rebuild the list: used blocks in address order, free gaps between. */
+    struct arena_block *used = NULL, **tail = &used;
+    for (struct arena_block *b = a->blocks, *n; b; b = n) {
+        n = b->next;
+        if (b->is_free) {
+            free(b);
+            continue;
+        }
+        *tail = b;
+        tail = &b->next;
+    }
+    *tail = NULL;
+    struct arena_block *head = NULL, *prev = NULL;
+    size_t at = 0, count = 0, next_gap = 0;
+    for (struct arena_block *b = used, *n;; b = n) {
+        size_t end = b ? b->offset : a->budget_bytes;
+        if (end > at) {
+            struct arena_block *gap = gaps[next_gap++];
+            gap->offset = at;
+            gap->size = end - at;
+            gap->is_free = 1;
+            gap->prev = prev;
+            if (prev)
+                prev->next = gap;
+            else
+                head = gap;
+            prev = gap;
+            count++;
+        }
+        if (!b)
+            break;
+        n = b->next;
+        b->prev = prev;
+        b->next = NULL;
+        if (prev)
+            prev->next = b;
+        else
+            head = b;
+        prev = b;
+        count++;
+        at = b->offset + b->size;
+    }
+    for (size_t i = next_gap; i <= n_used; i++)
+        free(gaps[i]);
+    free(gaps);
+    a->blocks = head;
+    a->n_blocks = count;
+    return 0;
+}

@@ -69,4 +69,13 @@ typedef double (*arena_score_fn)(void *ctx, void *owner);
 int arena_find_window(const struct arena *a, size_t bytes, arena_score_fn score, void *ctx,
                       void **owners, size_t max_owners, size_t *n_owners);
 
+/* Compaction: slides every block that movable() accepts down to the lowest
+ * free addresses before the next immovable block, so that the free space
+ * between immovable blocks becomes one hole; moved() learns each new
+ * address. Only safe while no kernel holds a pointer to a movable block.
+ * -1 (nothing moved) when the host is out of memory. */
+typedef int (*arena_movable_fn)(void *ctx, void *owner, void *ptr);
+typedef void (*arena_moved_fn)(void *ctx, void *owner, void *old_ptr, void *new_ptr);
+int arena_compact(struct arena *a, arena_movable_fn movable, arena_moved_fn moved, void *ctx);
+
 #endif

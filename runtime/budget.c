@@ -90,13 +90,49 @@ static int evict_window(struct dtrx_session *s, size_t bytes)
     return 0;
 }
 
-/* Activations go low, workspaces and constants high (see arena.h). */
+static int block_movable(void *ctx, void *owner, void *ptr)
+{
+    struct dtrx_session *s = ctx;
+    if (!owner)
+        return 0;   /* persistent tensors and kernel workspaces stay */
+    /* Nor do the buffers of the kernel that is running. */
+    if (s->budget.busy_call) {
+        const struct rt_call *c = s->budget.busy_call;
+        for (int i = 0; i < c->n_in; i++)
+            if (c->in[i] >= 0 && s->values[c->in[i]]->t.data == ptr)
+                return 0;
+        for (int i = 0; i < c->n_out; i++)
+            if (c->out[i] >= 0 && s->values[c->out[i]]->t.data == ptr)
+                return 0;
+    }
+    dtr_storage st = (dtr_storage)((uintptr_t)owner - 1);
+    return st < s->budget.capacity && s->budget.owned[st] && s->budget.ptr[st] == ptr;
+}
+
+static void block_moved(void *ctx, void *owner, void *old_ptr, void *new_ptr)
+{
+    struct dtrx_session *s = ctx;
+    s->budget.ptr[(uintptr_t)owner - 1] = new_ptr;
+    s->budget.compaction_bytes += arena_size_of(&s->arena, new_ptr);
+}
+
+/* Activations go low, workspaces and constants high (see arena.h). When
+ * enough bytes are free but no hole fits: evict the cheapest window, and
+ * failing that (locked or pinned blocks split every window) slide the
+ * movable blocks together: any block but persistent ones, workspaces and
+ * the buffers of the kernel that is running. */
 static void *budget_arena_alloc(struct dtrx_session *s, size_t bytes, void *owner, int high)
 {
     void *(*alloc)(struct arena *, size_t, void *) = high ? arena_alloc_high : arena_alloc;
     void *p = alloc(&s->arena, bytes, owner);
-    if (!p && s->arena.budget_bytes - s->arena.in_use_bytes >= arena_rounded(bytes) && !evict_window(s, bytes))
+    if (p || s->arena.budget_bytes - s->arena.in_use_bytes < arena_rounded(bytes))
+        return p;
+    if (!evict_window(s, bytes) && (p = alloc(&s->arena, bytes, owner)))
+        return p;
+    if (!arena_compact(&s->arena, block_movable, block_moved, s)) {
+        s->budget.compactions++;
         p = alloc(&s->arena, bytes, owner);
+    }
     return p;
 }
 
@@ -192,6 +228,28 @@ static enum dtrx_status verify_outputs(struct dtrx_session *s, struct rt_call *c
     return DTRX_OK;
 }
 
+static void *workspace_alloc(struct dtrx_session *s, size_t bytes);
+
+static int reserve_workspace(struct dtrx_session *s, size_t bytes)
+{
+    struct rt_budget *b = &s->budget;
+    if (b->reserve)
+        arena_free(&s->arena, b->reserve);
+    b->reserve = bytes ? workspace_alloc(s, bytes) : NULL;
+    b->reserve_bytes = b->reserve ? bytes : 0;
+    b->reserve_used = 0;
+    return b->reserve ? 0 : -1;
+}
+
+static void release_workspace(struct dtrx_session *s)
+{
+    struct rt_budget *b = &s->budget;
+    if (b->reserve)
+        arena_free(&s->arena, b->reserve);
+    b->reserve = NULL;
+    b->reserve_bytes = b->reserve_used = 0;
+}
+
 /* The closure execution for DTR: the first run and every recomputation. */
 static int compute_call(void *ctx, dtr_op op, void *closure, int rematerialize)
 {
@@ -208,15 +266,30 @@ static int compute_call(void *ctx, dtr_op op, void *closure, int rematerialize)
                 s->values[c->out[i]]->dtr_held = 1;
             }
     }
-    for (int i = 0; i < c->n_in; i++)
-        if (c->in[i] >= 0)
-            s->values[c->in[i]]->t.data = tensor_data(s, s->values[c->in[i]]->dt, 0);
-    for (int i = 0; i < c->n_out; i++)
-        if (c->out[i] >= 0)
-            s->values[c->out[i]]->t.data = tensor_data(s, s->values[c->out[i]]->dt, 1);
     s->env.recomputing = rematerialize;
-    s->budget.scratch_failed_bytes = 0;
-    enum dtrx_status st = rt_call_kernel(s, c);
+    enum dtrx_status st = DTRX_OK;
+    /* A kernel that cannot get its workspace while its buffers are in use
+     * (they split the free space) is run again with the workspace it asked
+     * for reserved first, while its buffers may still move. Kernels take
+     * their workspace before any side effect, so the retry is exact. */
+    for (int attempt = 0; attempt < 3; attempt++) {
+        for (int i = 0; i < c->n_in; i++)
+            if (c->in[i] >= 0)
+                s->values[c->in[i]]->t.data = tensor_data(s, s->values[c->in[i]]->dt, 0);
+        for (int i = 0; i < c->n_out; i++)
+            if (c->out[i] >= 0)
+                s->values[c->out[i]]->t.data = tensor_data(s, s->values[c->out[i]]->dt, 1);
+        s->budget.scratch_failed_bytes = 0;
+        s->budget.scratch_requested = 0;
+        s->budget.busy_call = c;
+        st = rt_call_kernel(s, c);
+        s->budget.busy_call = NULL;
+        if (!st || !s->budget.scratch_failed_bytes)
+            break;
+        if (reserve_workspace(s, s->budget.scratch_requested))
+            break;
+    }
+    release_workspace(s);
     s->env.recomputing = 0;
     if (!st && s->budget.verify) {
         st = verify_outputs(s, c, rematerialize);
@@ -338,16 +411,23 @@ void rt_budget_free(struct dtrx_session *s)
 static enum dtrx_status dtr_failure(struct dtrx_session *s, const struct rt_call *c, enum dtr_status st)
 {
     const char *msg = dtr_error(s->budget.dtr);
+    if (st == DTR_ERR_OOM && !c)
+        return rt_fail(DTRX_ERR_BUDGET, "budget of %zu bytes is infeasible: %s", s->arena.budget_bytes, msg);
     if (st == DTR_ERR_OOM) {
-        double need = 0;
+        double need = 0, inputs = 0;
         for (int i = 0; i < c->n_out; i++)
             if (c->out[i] >= 0)
                 need += (double)arena_rounded(tensor_size_bytes(&s->values[c->out[i]]->t));
+        for (int i = 0; i < c->n_in; i++)
+            if (c->in[i] >= 0 && !s->values[c->in[i]]->storage)
+                inputs += (double)arena_rounded(tensor_size_bytes(&s->values[c->in[i]]->t));
         return rt_fail(DTRX_ERR_BUDGET,
                        "budget of %zu bytes is infeasible: node '%s' (%s) needs %.0f bytes for its outputs "
                        "while %zu bytes are pinned (weights, inputs, optimizer state) and nothing else can be "
-                       "evicted (%s)",
-                       s->arena.budget_bytes, c->name, c->def->name, need, s->stats.pinned_bytes, msg);
+                       "evicted; this call alone needs a budget of at least %.0f bytes (pinned + its inputs and "
+                       "outputs), more with fragmentation and kernel workspace (%s)",
+                       s->arena.budget_bytes, c->name, c->def->name, need, s->stats.pinned_bytes,
+                       (double)s->stats.pinned_bytes + inputs + need, msg);
     }
     if (st == DTR_ERR_COMPUTE && s->budget.failure) {
         enum dtrx_status f = s->budget.failure;
@@ -356,7 +436,7 @@ static enum dtrx_status dtr_failure(struct dtrx_session *s, const struct rt_call
     }
     if (s->op_err[0] && st == DTR_ERR_COMPUTE)
         return rt_fail(DTRX_ERR_INPUT, "%s", s->op_err);
-    return rt_fail(DTRX_ERR_INTERNAL, "node '%s': %s", c->name, msg);
+    return rt_fail(DTRX_ERR_INTERNAL, "%s%s%s: %s", c ? "node '" : "", c ? c->name : "", c ? "'" : "dtr", msg);
 }
 
 /* Makes a value resident and locked, its data pointer valid. */
@@ -381,13 +461,19 @@ enum dtrx_status rt_budget_exec(struct dtrx_session *s, struct rt_call *c, struc
             st = acquire(s, s->values[c->in[i]], c);
             locked |= st ? 0 : 1u << i;
         }
+    /* An acquisition may have recomputed, and so moved, an earlier one. */
+    for (int i = 0; i < c->n_in && i < 32; i++)
+        if (locked >> i & 1)
+            s->values[c->in[i]]->t.data = tensor_data(s, s->values[c->in[i]]->dt, 0);
     if (!st && c->def->infer && c->def->infer(call))
         st = rt_fail(DTRX_ERR_INPUT, "%s", s->op_err[0] ? s->op_err : "shape inference failed");
     if (!st && mutating) {
         /* In-place updates (optimizer steps) run after the backward pass and
          * are never recomputed: they run directly on acquired inputs. */
         double k0 = rt_now_seconds();
+        b->busy_call = c;
         st = rt_call_kernel(s, c);
+        b->busy_call = NULL;
         b->kernel_seconds += rt_now_seconds() - k0;
     } else if (!st) {
         dtr_tensor ins[64], outs[64];
@@ -443,8 +529,7 @@ enum dtrx_status rt_budget_read(struct dtrx_session *s, struct rt_value *v, void
     }
     enum dtr_status st = dtr_tensor_acquire(s->budget.dtr, v->dt);
     if (st)
-        return rt_fail(st == DTR_ERR_OOM ? DTRX_ERR_BUDGET : DTRX_ERR_INTERNAL, "reading '%s': %s", v->name,
-                       dtr_error(s->budget.dtr));
+        return dtr_failure(s, NULL, st);
     memcpy(dst, tensor_data(s, v->dt, 0), bytes);
     dtr_tensor_unacquire(s->budget.dtr, v->dt);
     return DTRX_OK;
@@ -456,11 +541,7 @@ enum dtrx_status rt_budget_pin(struct dtrx_session *s, struct rt_value *v)
     if (!rt_budget_active(s) || v->dt == DTR_NONE || v->storage)
         return DTRX_OK;
     enum dtr_status st = dtr_tensor_pin(s->budget.dtr, v->dt);
-    if (st)
-        return rt_fail(st == DTR_ERR_OOM ? DTRX_ERR_BUDGET : DTRX_ERR_INTERNAL,
-                       "budget of %zu bytes is infeasible: keeping the gradient '%s' resident for the update: %s",
-                       s->arena.budget_bytes, v->name, dtr_error(s->budget.dtr));
-    return DTRX_OK;
+    return st ? dtr_failure(s, NULL, st) : DTRX_OK;
 }
 
 void rt_budget_release(struct dtrx_session *s, struct rt_value *v)
@@ -487,11 +568,10 @@ enum dtrx_status rt_budget_constant(struct dtrx_session *s, struct rt_value *v, 
     return DTRX_OK;
 }
 
-/* Kernel workspace under a budget: when it does not fit, evict (a window
- * first, then the lowest-scored storages) until it does. The running call's
- * inputs are locked and its outputs not yet evictable, so it cannot lose
- * them. */
-void *rt_budget_scratch_alloc(struct dtrx_session *s, size_t bytes)
+/* Workspace under a budget: when it does not fit, evict (a window first,
+ * then the lowest-scored storages) until it does. The running call's inputs
+ * are locked and its outputs not yet evictable, so it cannot lose them. */
+static void *workspace_alloc(struct dtrx_session *s, size_t bytes)
 {
     void *p = budget_arena_alloc(s, bytes, NULL, 1);
     while (!p && rt_budget_active(s)) {
@@ -512,6 +592,27 @@ void *rt_budget_scratch_alloc(struct dtrx_session *s, size_t bytes)
         p = budget_arena_alloc(s, bytes, NULL, 1);
     }
     return p;
+}
+
+void *rt_budget_scratch_alloc(struct dtrx_session *s, size_t bytes)
+{
+    struct rt_budget *b = &s->budget;
+    size_t need = arena_rounded(bytes);
+    b->scratch_requested += need;
+    if (b->reserve && b->reserve_used + need <= b->reserve_bytes) {
+        void *p = (char *)b->reserve + b->reserve_used;
+        b->reserve_used += need;
+        return p;
+    }
+    return workspace_alloc(s, bytes);
+}
+
+void rt_budget_scratch_free(struct dtrx_session *s, void *ptr)
+{
+    struct rt_budget *b = &s->budget;
+    if (b->reserve && (char *)ptr >= (char *)b->reserve && (char *)ptr < (char *)b->reserve + b->reserve_bytes)
+        return;   /* part of the reservation, released with it */
+    arena_free(&s->arena, ptr);
 }
 
 int rt_value_live(const struct dtrx_session *s, const struct rt_value *v)

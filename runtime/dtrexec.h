@@ -163,6 +163,7 @@ struct dtrx_stats {
     double dtr_overhead_seconds;
     long long evictions;
     long long window_evictions; /* evictions of contiguous windows against fragmentation */
+    long long compactions;      /* arena compactions (movable blocks slid together) */
     long long remats;
     long long op_calls;
     int runs;

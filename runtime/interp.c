@@ -12,6 +12,7 @@ int rt_persistent_new(struct dtrx_session *s, const struct tensor *t, const char
     int id = owned ? rt_value_new(s, owned, RT_VALUE_INITIALIZER) : -1;
     if (id < 0) {
         free(owned);
+        rt_fail(DTRX_ERR_INTERNAL, "out of host memory for '%s'", name);
         return -1;
     }
     struct rt_value *v = s->values[id];
@@ -23,7 +24,8 @@ int rt_persistent_new(struct dtrx_session *s, const struct tensor *t, const char
     if (rt_value_alloc(s, v))
         return -1;
     memcpy(v->t.data, t->data, tensor_size_bytes(t));
-    rt_trace_constant(s, v);
+    if (s->trace_started)
+        rt_trace_constant(s, v);   /* else the next run's START lists it */
     if (rt_budget_register(s, v))
         return -1;
     return id;
@@ -116,10 +118,11 @@ static void release_intermediates(struct dtrx_session *s)
 static enum dtrx_status begin_run(struct dtrx_session *s)
 {
     release_intermediates(s);
+    rt_trace_annotate(s, "START");
+    s->trace_started = 1;
     for (int i = 0; i < s->n_values; i++)
         if (s->values[i]->storage && !s->values[i]->trace_id)
             rt_trace_constant(s, s->values[i]);
-    rt_trace_annotate(s, "START");
     return rt_budget_begin(s);
 }
 

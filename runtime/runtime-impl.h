@@ -97,11 +97,17 @@ struct rt_budget {
     int constant_pending;          /* the next allocation is a step constant: place it high */
     void **window;                 /* owners of an eviction window */
     const struct rt_call *pending_call; /* the call dtr_call is running for the first time */
+    const struct rt_call *busy_call;    /* the call whose kernel is running: its buffers stay put */
     const dtr_tensor *pending_outs;     /* and the tensors the core gave its outputs */
     double kernel_seconds, remat_seconds;
     size_t scratch_failed_bytes;   /* workspace a kernel could not get */
+    size_t scratch_requested;      /* workspace the running kernel asked for so far */
+    void *reserve;                 /* workspace reserved before a kernel's retry */
+    size_t reserve_bytes, reserve_used;
     enum dtrx_status failure;      /* a failure compute_call already described */
     long long window_evictions;
+    long long compactions;         /* arena compactions, and the bytes they moved */
+    double compaction_bytes;
 };
 
 struct rt_dim_binding {
@@ -138,6 +144,7 @@ struct dtrx_session {
     struct rt_budget budget;
     FILE *trace;
     uint64_t trace_next_id;
+    int trace_started;             /* a run has begun: new constants are logged at once */
     void **output_host;            /* budgeted runs: host copies of the outputs */
     void *grad_host;               /* budgeted runs: host copy of the last gradient read */
 
@@ -168,6 +175,7 @@ enum dtrx_status rt_budget_read(struct dtrx_session *s, struct rt_value *v, void
 void rt_budget_release(struct dtrx_session *s, struct rt_value *v);
 enum dtrx_status rt_budget_pin(struct dtrx_session *s, struct rt_value *v);
 void *rt_budget_scratch_alloc(struct dtrx_session *s, size_t bytes);
+void rt_budget_scratch_free(struct dtrx_session *s, void *ptr);
 /* 1 when the value holds data now or can be recomputed. */
 int rt_value_live(const struct dtrx_session *s, const struct rt_value *v);
 

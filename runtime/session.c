@@ -33,7 +33,10 @@ static void *env_scratch_alloc(void *ctx, size_t bytes)
 static void env_scratch_free(void *ctx, void *ptr)
 {
     struct dtrx_session *s = ctx;
-    arena_free(&s->arena, ptr);
+    if (rt_budget_active(s))
+        rt_budget_scratch_free(s, ptr);
+    else
+        arena_free(&s->arena, ptr);
 }
 
 static void set_threads(int threads)
@@ -258,6 +261,7 @@ void dtrx_session_stats(const struct dtrx_session *s, struct dtrx_stats *out)
     out->peak_bytes = s->arena.peak_bytes;
     out->budget_bytes = s->arena.budget_bytes;
     out->window_evictions = s->budget.window_evictions;
+    out->compactions = s->budget.compactions;
     if (rt_budget_active(s)) {
         /* The live instance's counts join those of finished ones. */
         struct dtr_stats ds;

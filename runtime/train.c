@@ -88,8 +88,7 @@ enum dtrx_status dtrx_session_train_begin(struct dtrx_session *s, const struct d
         for (int k = 0; k < 2; k++) {
             t->state[2 * p + k] = k < n_state ? new_state(s, t->params[p], k ? "v" : "m") : -1;
             if (k < n_state && t->state[2 * p + k] < 0)
-                return rt_fail(DTRX_ERR_BUDGET, "no memory for the optimizer state of '%s'",
-                               s->values[t->params[p]]->name);
+                return DTRX_ERR_BUDGET;   /* rt_persistent_new said why */
         }
     s->stats.pinned_bytes = s->arena.in_use_bytes;
     t->base_values = s->n_values;

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Training under a memory budget (DTR in the runtime), checked end to end.
+Usage: budget_check.py DTREXEC CASE
+
+- MODEL (smallcnn, resnet18, transformer, lstm_lm, mlp): for each heuristic,
+  budgets from 0.9x of the unbudgeted peak down to the lowest that trains:
+  every budgeted run must give losses and final weights bit-identical to the
+  unbudgeted run, keep peak_bytes <= budget_bytes, and (with --verify-remat)
+  recompute every evicted value bit for bit. At least one budget must force
+  evictions and recomputations, so that the check is not vacuous.
+- trace-replay: a trace recorded from a budgeted run replays in `dtrexec sim`
+  with the same evictions and recomputations.
+- infeasible: budgets below the pinned floor or below any call's needs exit 2
+  with a message naming the operator, the bytes needed and the bytes pinned.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MAKE = os.path.join(HERE, "..", "bench", "models", "make.py")
+HEURISTICS = ["dtr", "dtr-eq", "dtr-local", "lru"]
+RATIOS = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.25, 0.2]
+if os.environ.get("BUDGET_CHECK_QUICK"):
+    # Sanitizer builds run ten times slower: one heuristic, coarse budgets.
+    HEURISTICS, RATIOS = ["dtr-eq"], [0.9, 0.7, 0.5]
+
+# Small configurations whose activations dominate weights and workspaces.
+MODELS = {
+    "smallcnn": ["smallcnn", "--tiny", "--batch", "16", "--size", "32"],
+    "resnet18": ["resnet18", "--tiny", "--batch", "16", "--size", "32"],
+    "densenet121": ["densenet121", "--tiny", "--batch", "16"],
+    "transformer": ["transformer", "--tiny", "--batch", "8", "--layers", "4"],
+}
+
+
+def run(dtrexec, args, expect=None):
+    res = subprocess.run([dtrexec] + args, capture_output=True, text=True, timeout=900)
+    if expect is not None and res.returncode != expect:
+        raise SystemExit(f"FAIL: {' '.join(args)} exited {res.returncode}, expected {expect}\n{res.stdout}{res.stderr}")
+    return res
+
+
+def weights(path):
+    return {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
+
+
+def mlp(path):
+    rng = np.random.default_rng(1)
+    dims = [128] * 13 + [10]
+    nodes, inits, x = [], {}, "x"
+    for i in range(len(dims) - 1):
+        inits[f"W{i}"] = rng.normal(0, 0.15, (dims[i], dims[i + 1])).astype(np.float32)
+        inits[f"b{i}"] = np.zeros(dims[i + 1], np.float32)
+        nodes.append(helper.make_node("Gemm", [x, f"W{i}", f"b{i}"], [f"h{i}"]))
+        x = f"h{i}"
+        if i < len(dims) - 2:
+            nodes.append(helper.make_node("Tanh", [x], [f"t{i}"]))
+            x = f"t{i}"
+    graph = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [512, 128])],
+                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, None)],
+                              initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+
+
+def make_model(name, tmp):
+    path = os.path.join(tmp, name + ".onnx")
+    if name == "mlp":
+        mlp(path)
+    else:
+        subprocess.run([sys.executable, MAKE] + MODELS[name] + ["-o", path], check=True, capture_output=True)
+    return path
+
+
+def train(dtrexec, path, tmp, tag, extra):
+    out, stats = os.path.join(tmp, tag + ".onnx"), os.path.join(tmp, tag + ".json")
+    res = run(dtrexec, [path, "--train", "--steps", "2", "--optimizer", "momentum", "--seed", "3", "--threads", "2",
+                        "--save", out, "--stats", stats, "--quiet"] + extra)
+    if res.returncode:
+        return res, None, None
+    return res, json.load(open(stats)), weights(out)
+
+
+def model_case(dtrexec, name, tmp):
+    path = make_model(name, tmp)
+    res, base, base_w = train(dtrexec, path, tmp, "base", [])
+    if res.returncode:
+        raise SystemExit(f"FAIL: unbudgeted training of {name}: {res.stderr}")
+    peak = base["peak_bytes"]
+    print(f"{name}: unbudgeted peak {peak} bytes, losses {base['loss']}")
+    for h in HEURISTICS:
+        lowest, remats, feasible = None, 0, []
+        for r in RATIOS:
+            budget = int(peak * r)
+            res, st, w = train(dtrexec, path, tmp, f"{h}-{r}",
+                               ["--budget", str(budget), "--heuristic", h, "--verify-remat"])
+            if res.returncode == 2:
+                if "infeasible" not in res.stderr:
+                    raise SystemExit(f"FAIL: {name} {h} {r}x: exit 2 without the budget message: {res.stderr}")
+                continue  # feasibility need not be monotonic in the budget
+            if res.returncode:
+                raise SystemExit(f"FAIL: {name} {h} at {r}x exited {res.returncode}: {res.stderr}")
+            if st["peak_bytes"] > st["budget_bytes"] or st["budget_bytes"] > budget:
+                raise SystemExit(f"FAIL: {name} {h} {r}x: peak {st['peak_bytes']} above budget {st['budget_bytes']}")
+            if st["loss"] != base["loss"]:
+                raise SystemExit(f"FAIL: {name} {h} {r}x: losses {st['loss']} differ from {base['loss']}")
+            for k in base_w:
+                if base_w[k].tobytes() != w[k].tobytes():
+                    raise SystemExit(f"FAIL: {name} {h} {r}x: weight {k} differs from the unbudgeted run")
+            lowest, remats = r, max(remats, st["remats"])
+            feasible.append(r)
+        if (lowest is None or remats == 0) and h in ("dtr", "dtr-eq"):
+            raise SystemExit(f"FAIL: {name} {h}: no budget at or below 0.9x trained with recomputations")
+        if lowest is None:
+            print(f"NOTE {name} {h}: no budget tried at or below 0.9x was feasible for this heuristic")
+            continue
+        print(f"PASS {name} {h}: bit-identical at {feasible} x the peak, lowest {lowest}x "
+              f"({remats} recomputations at most)")
+
+
+def trace_replay(dtrexec, tmp):
+    path = make_model("mlp", tmp)
+    res, base, _ = train(dtrexec, path, tmp, "base", [])
+    trace = os.path.join(tmp, "run.jsonl")
+    checked = 0
+    # Budgets where the arena's placement never needed a window eviction or a
+    # compaction (the simulator counts bytes, not addresses).
+    for r in [0.95, 0.9, 0.85, 0.8, 0.75, 0.7]:
+        budget = int(base["peak_bytes"] * r)
+        res, st, _ = train(dtrexec, path, tmp, "traced", ["--budget", str(budget), "--heuristic", "dtr-eq",
+                                                          "--trace", trace, "--steps", "1"])
+        if res.returncode or st["remats"] == 0 or st["window_evictions"] or st["compactions"]:
+            continue
+        sim = run(dtrexec, ["sim", trace, "--budget", str(budget), "--heuristic", "dtr-eq", "--remat-limit", "1000",
+                            "--json"], 0)
+        rep = json.loads(sim.stdout)
+        if (rep["evictions"], rep["remats"]) != (st["evictions"], st["remats"]):
+            raise SystemExit(f"FAIL: at {r}x the replay made {rep['evictions']} evictions / {rep['remats']} "
+                             f"recomputations, the real run {st['evictions']} / {st['remats']}")
+        print(f"PASS {r}x: the trace replays with the same {st['evictions']} evictions and {st['remats']} recomputations")
+        checked += 1
+    if not checked:
+        raise SystemExit("FAIL: no budget gave a run with recomputations and without fragmentation to compare")
+
+
+def infeasible(dtrexec, tmp):
+    path = make_model("mlp", tmp)
+    res, base, _ = train(dtrexec, path, tmp, "base", [])
+    floor = base["pinned_bytes"]
+    for budget, words in [("20000", ["infeasible", "never evicted", "pinned"]),
+                          (str(floor // 2), ["infeasible", "never evicted", "pinned"]),
+                          (str(floor + 100000), ["infeasible", "node", "needs", "pinned"])]:
+        res = run(dtrexec, [path, "--train", "--optimizer", "momentum", "--budget", budget, "--quiet"], 2)
+        for w in words:
+            if w not in res.stderr:
+                raise SystemExit(f"FAIL: budget {budget}: message lacks '{w}': {res.stderr}")
+    res = run(dtrexec, [path, "--train", "--budget", "lots"], 1)
+    print("PASS: impossible budgets exit 2 naming the operator, the bytes and the pinned floor")
+
+
+if __name__ == "__main__":
+    cases = list(MODELS) + ["mlp", "trace-replay", "infeasible"]
+    if len(sys.argv) != 3 or sys.argv[2] not in cases:
+        print(__doc__)
+        sys.exit(2)
+    with tempfile.TemporaryDirectory() as tmp:
+        if sys.argv[2] == "trace-replay":
+            trace_replay(sys.argv[1], tmp)
+        elif sys.argv[2] == "infeasible":
+            infeasible(sys.argv[1], tmp)
+        else:
+            model_case(sys.argv[1], sys.argv[2], tmp)
