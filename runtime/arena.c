@@ -160,9 +160,12 @@ void *arena_alloc(struct arena *a, size_t bytes, void *owner)
 
 static void *alloc_budgeted(struct arena *a, size_t need, void *owner, int high)
 {
+    /* Low: best fit. High: the highest hole that fits, so that long-lived
+     * blocks pile up at the top instead of filling holes among activations,
+     * where they would split the space compaction can join. */
     struct arena_block *best = NULL;
     for (struct arena_block *b = a->blocks; b; b = b->next)
-        if (b->is_free && b->size >= need && (!best || b->size < best->size || (high && b->size == best->size))) {
+        if (b->is_free && b->size >= need && (high || !best || b->size < best->size)) {
             best = b;
             if (b->size == need && !high)
                 break;

@@ -48,7 +48,7 @@ void arena_release(struct arena *a);
 size_t arena_rounded(size_t bytes);
 /* NULL when it does not fit (budgeted) or the backend fails. */
 void *arena_alloc(struct arena *a, size_t bytes, void *owner);
-/* The same, placed at the high end of the best-fitting hole: long-lived
+/* The same, placed at the high end of the highest hole that fits: long-lived
  * blocks (weights, optimizer state) and short-lived kernel workspaces go
  * high, activations low, so that neither splits the other's space. */
 void *arena_alloc_high(struct arena *a, size_t bytes, void *owner);
