@@ -18,7 +18,7 @@ def main():
     ops = {}
     for line in subprocess.run([dtrexec, "ops"], capture_output=True, text=True, check=True).stdout.splitlines():
         domain, name, versions, backends = line.split("\t")
-        ops[name] = (versions, backends)
+        ops[name if domain == "ai.onnx" else f"{domain}.{name}"] = (versions, backends)
     manifest = [json.loads(l) for l in open(os.path.join(data, "MANIFEST.jsonl"))]
     known = {}
     for line in open(os.path.join(here, "..", "tests", "node-known-failures.txt")):
@@ -47,6 +47,7 @@ def main():
                 "`dtrexec check` over the ONNX node tests in `../shared/data/onnx-node/`.\n"
                 "Known failures and their reasons: `tests/node-known-failures.txt`.\n\n")
         f.write(f"Node tests passed: **{total_pass} / {total}**.\n\n")
+        f.write("Operators of the `dtrexec` domain are the gradient kernels and optimizer steps the backward pass emits.\n\n")
         f.write("| operator | opset versions implemented | backends | node tests passed / total | known failures |\n")
         f.write("|---|---|---|---|---|\n")
         for op in sorted(set(per_op) | set(ops)):
