@@ -41,6 +41,7 @@ struct run_args {
     const char *dealloc;
     const char *trace_path;
     int verify_remat;
+    int measured_costs;
 };
 
 static const char *const optimizer_names[] = { "sgd", "momentum", "adam", "adamw" };
@@ -85,7 +86,7 @@ static void run_usage(FILE *f)
             "  --weight-decay F  --adam-bias-correction pytorch|hf\n"
             "memory budget:\n"
             "  --budget SIZE|Rx  --heuristic dtr|dtr-eq|dtr-local|lru|size|msps|random  --dealloc eager|banish|ignore\n"
-            "  --trace FILE.jsonl  --verify-remat (check every recomputation bit for bit)\n");
+            "  --cost flops|measured  --trace FILE.jsonl  --verify-remat (check every recomputation bit for bit)\n");
 }
 
 static int parse_count(const char *opt, const char *text, long long min, long long *out)
@@ -225,6 +226,10 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
             a->dealloc = val;
         } else if (!strcmp(arg, "--trace")) {
             a->trace_path = val;
+        } else if (!strcmp(arg, "--cost")) {
+            static const char *const costs[] = { "flops", "measured" };
+            if ((a->measured_costs = parse_choice(arg, val, costs, 2)) < 0)
+                return -1;
         } else if (!strcmp(arg, "--plan")) {
             fprintf(stderr, "dtrexec: --plan is not available yet in this version\n");
             return -1;
@@ -333,8 +338,9 @@ static int write_stats(struct dtrx_session *s, const struct run_args *a)
             st.peak_bytes, st.budget_bytes, st.pinned_bytes);
     fprintf(f, "  \"baseline_compute\": %.17g,\n  \"total_compute\": %.17g,\n  \"remat_compute\": %.17g,\n",
             st.baseline_compute, st.total_compute, st.remat_compute);
-    fprintf(f, "  \"evictions\": %lld,\n  \"window_evictions\": %lld,\n  \"remats\": %lld,\n  \"op_calls\": %lld,\n",
-            st.evictions, st.window_evictions, st.remats, st.op_calls);
+    fprintf(f, "  \"evictions\": %lld,\n  \"window_evictions\": %lld,\n  \"compactions\": %lld,\n"
+               "  \"remats\": %lld,\n  \"op_calls\": %lld,\n",
+            st.evictions, st.window_evictions, st.compactions, st.remats, st.op_calls);
     fprintf(f, "  \"dtr_overhead_seconds\": %.9g,\n  \"step_seconds\": [", st.dtr_overhead_seconds);
     for (int i = 0; i < st.runs; i++)
         fprintf(f, "%s%.9g", i ? ", " : "", st.step_seconds[i]);
@@ -451,6 +457,7 @@ int cmd_run(int argc, char **argv)
     opts.dealloc = a.dealloc;
     opts.trace_path = a.trace_path;
     opts.verify_remat = a.verify_remat;
+    opts.measured_costs = a.measured_costs;
     opts.budget_bytes = (size_t)a.budget_bytes;
     enum dtrx_status st = DTRX_OK;
     if (a.budget_ratio > 0) {

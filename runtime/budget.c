@@ -291,6 +291,8 @@ static int compute_call(void *ctx, dtr_op op, void *closure, int rematerialize)
     }
     release_workspace(s);
     s->env.recomputing = 0;
+    if (!rematerialize && !st)
+        c->measured_seconds = rt_now_seconds() - t0;
     if (!st && s->budget.verify) {
         st = verify_outputs(s, c, rematerialize);
         if (st)
@@ -499,9 +501,16 @@ enum dtrx_status rt_budget_exec(struct dtrx_session *s, struct rt_call *c, struc
             st = rt_fail(DTRX_ERR_INPUT, "node '%s': every output is omitted", c->name);
         if (!st) {
             c->cost_flops = c->def->cost ? c->def->cost(call).flops : 0;
+            /* Measured costs are nanoseconds of the call's previous first
+             * execution (the model's calls, a step earlier); calls without
+             * one (the first step, and backward calls, which are emitted
+             * anew each step) use FLOPs at an assumed 10 GFLOP/s. */
+            double cost = c->cost_flops;
+            if (b->measured_costs)
+                cost = c->measured_seconds > 0 ? 1e9 * c->measured_seconds : c->cost_flops / 10.0;
             struct dtr_call_desc desc = { .inputs = ins, .n_inputs = n_in, .output_bytes = bytes,
                                           .output_alias = alias, .n_outputs = n_out,
-                                          .cost = c->cost_flops, .closure = c };
+                                          .cost = cost, .closure = c };
             b->pending_call = c;
             b->pending_outs = outs;
             enum dtr_status ds = dtr_call(b->dtr, &desc, outs, NULL);

@@ -66,6 +66,9 @@ struct dtrx_options {
     const char *dealloc;    /* eager (default), banish, ignore */
     const char *trace_path; /* write the op log here (JSON lines), or NULL */
     int verify_remat;       /* hash every output and check each recomputation bit for bit */
+    /* DTR's compute costs: 0 the cost model (FLOPs; reproducible, the
+     * default), 1 measured kernel times (noisy: rare failures at tight budgets). */
+    int measured_costs;
 };
 
 void dtrx_options_init(struct dtrx_options *o);

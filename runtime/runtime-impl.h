@@ -61,6 +61,7 @@ struct rt_call {
     int *out;                      /* value index, -1 for an omitted output */
     double cost_flops;             /* of its last execution */
     uint64_t seed;                 /* random ops' seed for this execution; replayed on recomputation */
+    double measured_seconds;       /* kernel time of its last first execution (--cost measured) */
     const struct onnx_node *node;  /* the model node, NULL for emitted calls */
     struct onnx_node *emitted;     /* the synthetic node of an emitted call (owned) */
 };
@@ -92,6 +93,7 @@ struct rt_budget {
     uint8_t *owned;                /* 1 when the bridge allocated ptr (0: adopted) */
     uint64_t *hash;                /* per storage: hash of its first computation (verify) */
     int verify;                    /* check recomputations bit for bit */
+    int measured_costs;            /* DTR costs from measured kernel times instead of FLOPs */
     long long verify_failures;
     void *adopt;                   /* the block the next constant adopts */
     int constant_pending;          /* the next allocation is a step constant: place it high */
