@@ -143,6 +143,18 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
             a->input_files[a->n_inputs++] = arg;
             continue;
         }
+        static const char *const with_value[] = {
+            "--input", "--dim", "--output-dir", "--stats", "--device", "--threads", "--repeat", "--seed",
+            "--steps", "--lr", "--momentum", "--weight-decay", "--optimizer", "--loss", "--adam-bias-correction",
+            "--freeze", "--labels", "--save", "--budget", "--heuristic", "--dealloc", "--trace", "--cost", "--plan",
+        };
+        int known = 0;
+        for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
+            known |= !strcmp(arg, with_value[k]);
+        if (!known) {
+            fprintf(stderr, "dtrexec: unknown option '%s' (see dtrexec MODEL.onnx --help)\n", arg);
+            return -1;
+        }
         if (!val) {
             fprintf(stderr, "dtrexec: option %s needs a value\n", arg);
             return -1;
