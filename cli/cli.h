@@ -18,6 +18,7 @@ int cmd_sim(int argc, char **argv);    /* dtrexec sim TRACE|GRAPH ... */
 int cmd_bench(int argc, char **argv);  /* dtrexec bench ... */
 int cmd_plan(int argc, char **argv);   /* dtrexec plan GRAPH --solver S ... */
 int cmd_ops(int argc, char **argv);
+int cmd_export(int argc, char **argv); /* dtrexec export MODEL --train -o GRAPH.json */
 int cmd_gradcheck(int argc, char **argv); /* dtrexec gradcheck MODEL.onnx: backward vs finite differences */    /* dtrexec ops: the operator registry */
 
 /* Parses "4GB", "512MiB", "1000" into bytes; "0.5x" sets *ratio instead

@@ -42,6 +42,7 @@ struct run_args {
     const char *trace_path;
     int verify_remat;
     int measured_costs;
+    const char *export_path;       /* dtrexec export: write the step's graph instead of training */
 };
 
 static const char *const optimizer_names[] = { "sgd", "momentum", "adam", "adamw" };
@@ -147,6 +148,7 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
             "--input", "--dim", "--output-dir", "--stats", "--device", "--threads", "--repeat", "--seed",
             "--steps", "--lr", "--momentum", "--weight-decay", "--optimizer", "--loss", "--adam-bias-correction",
             "--freeze", "--labels", "--save", "--budget", "--heuristic", "--dealloc", "--trace", "--cost", "--plan",
+            "-o", "--export",
         };
         int known = 0;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
@@ -238,6 +240,8 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
             a->dealloc = val;
         } else if (!strcmp(arg, "--trace")) {
             a->trace_path = val;
+        } else if (!strcmp(arg, "-o") || !strcmp(arg, "--export")) {
+            a->export_path = val;
         } else if (!strcmp(arg, "--cost")) {
             static const char *const costs[] = { "flops", "measured" };
             if ((a->measured_costs = parse_choice(arg, val, costs, 2)) < 0)
@@ -391,6 +395,12 @@ static enum dtrx_status train(struct dtrx_session *s, const struct run_args *a)
     enum dtrx_status st = dtrx_session_train_begin(s, &a->topts);
     if (!st && a->labels_path)
         st = load_labels(s, a->labels_path);
+    if (!st && a->export_path) {
+        st = dtrx_session_export_graph(s, a->export_path);
+        if (st)
+            fprintf(stderr, "dtrexec: %s\n", dtrx_last_error());
+        return st;
+    }
     int tty = isatty(fileno(stderr));
     for (int k = 0; k < a->steps && !st; k++) {
         double loss = 0;
@@ -452,6 +462,22 @@ static enum dtrx_status measure_peak(const struct run_args *a, const struct dtrx
     return st;
 }
 
+int cmd_export(int argc, char **argv)
+{
+    /* `dtrexec export MODEL --train [options] -o GRAPH.json` is a run that
+     * records the training step instead of taking it. */
+    struct run_args a;
+    int rc = parse_run_args(argc, argv, &a);
+    if (!rc && (!a.train || !a.export_path)) {
+        fprintf(stderr, "usage: dtrexec export MODEL.onnx --train [--dim N=V] [--input ...] [--labels F] [--loss L] -o GRAPH.json\n");
+        rc = -1;
+    }
+    free_run_args(&a);
+    if (rc)
+        return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+    return cmd_run(argc, argv);
+}
+
 int cmd_run(int argc, char **argv)
 {
     struct run_args a;
@@ -494,6 +520,8 @@ int cmd_run(int argc, char **argv)
     st = bind_inputs(s, &a);
     if (!st && a.train)
         st = train(s, &a);
+    if (a.export_path)
+        a.quiet = 1;
     for (int r = 0; r < a.repeat && !st && !a.train; r++) {
         st = dtrx_session_run(s);
         if (st)

@@ -153,6 +153,10 @@ enum dtrx_status dtrx_session_train_step(struct dtrx_session *s, double *loss);
 /* The gradient of the named initializer or input after the last backward
  * pass (host memory valid until the next step). */
 enum dtrx_status dtrx_session_get_grad(const struct dtrx_session *s, const char *name, struct dtrx_tensor *out);
+/* Records one training step (forward, loss, backward; no update) and writes
+ * it as a static graph: node-link JSON in Checkmate's layout, one node per
+ * operator call with its measured and modelled cost and output bytes. */
+enum dtrx_status dtrx_session_export_graph(struct dtrx_session *s, const char *path);
 /* Writes the model with the current (trained) weights. */
 enum dtrx_status dtrx_session_save(struct dtrx_session *s, const char *path);
 

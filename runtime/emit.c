@@ -178,6 +178,7 @@ enum dtrx_status rt_emit(struct dtrx_session *s, const char *op, const struct on
     c->def = def;
     c->version = version;
     c->name = n->name;
+    c->origin = tag ? tag : "runtime";
     c->n_in = n_in;
     c->n_out = n_out;
     if (n_in)

@@ -103,7 +103,9 @@ static enum dtrx_status exec_unbudgeted(struct dtrx_session *s, struct rt_call *
         if (st)
             return st;
     }
+    double t0 = rt_now_seconds();
     enum dtrx_status st = run_kernel(s, c, call);
+    c->measured_seconds = rt_now_seconds() - t0;
     if (!st)
         c->cost_flops = c->def->cost ? c->def->cost(call).flops : 0;
     return st;
@@ -128,5 +130,7 @@ enum dtrx_status rt_call_exec(struct dtrx_session *s, struct rt_call *c)
     s->stats.total_compute += c->cost_flops;
     s->stats.op_calls++;
     rt_trace_call(s, c);
+    if (s->recorder)
+        rt_record_call(s, c, c->measured_seconds);
     return DTRX_OK;
 }

@@ -50,6 +50,7 @@ static enum dtrx_status build_call(struct dtrx_session *s, struct rt_names *name
     int64_t opset = onnx_model_opset(s->model, n->domain);
     const char *domain_shown = n->domain[0] ? n->domain : "ai.onnx";
     c->name = n->name;
+    c->node = n;
     c->def = op_registry_find(n->domain, n->op_type, opset, &c->version);
     if (!c->def)
         return rt_fail(DTRX_ERR_INPUT, "node '%s': unsupported operator %s (domain %s, opset %lld)",

@@ -62,6 +62,7 @@ struct rt_call {
     double cost_flops;             /* of its last execution */
     uint64_t seed;                 /* random ops' seed for this execution; replayed on recomputation */
     double measured_seconds;       /* kernel time of its last first execution (--cost measured) */
+    const char *origin;            /* emitted calls: what they were emitted for ("loss", a forward node) */
     const struct onnx_node *node;  /* the model node, NULL for emitted calls */
     struct onnx_node *emitted;     /* the synthetic node of an emitted call (owned) */
 };
@@ -144,6 +145,7 @@ struct dtrx_session {
 
     struct rt_train train;
     struct rt_budget budget;
+    struct rt_recorder *recorder;
     FILE *trace;
     uint64_t trace_next_id;
     int trace_started;             /* a run has begun: new constants are logged at once */
@@ -180,6 +182,11 @@ void *rt_budget_scratch_alloc(struct dtrx_session *s, size_t bytes);
 void rt_budget_scratch_free(struct dtrx_session *s, void *ptr);
 /* 1 when the value holds data now or can be recomputed. */
 int rt_value_live(const struct dtrx_session *s, const struct rt_value *v);
+
+/* Step recording for `dtrexec export` (export.c): called for every
+ * executed call while s->recorder is set. */
+struct rt_recorder;
+void rt_record_call(struct dtrx_session *s, const struct rt_call *c, double seconds);
 
 /* The op log (trace.c). */
 enum dtrx_status rt_trace_open(struct dtrx_session *s, const char *path);
