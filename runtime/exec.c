@@ -131,6 +131,6 @@ enum dtrx_status rt_call_exec(struct dtrx_session *s, struct rt_call *c)
     s->stats.op_calls++;
     rt_trace_call(s, c);
     if (s->recorder)
-        rt_record_call(s, c, c->measured_seconds);
+        rt_record_call(s, c, rt_step_name(s, c), c->measured_seconds);
     return DTRX_OK;
 }

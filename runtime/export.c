@@ -15,7 +15,6 @@
 
 struct rt_node {
     char *name;
-    const char *call_name;         /* the runtime's name of the call */
     int backward;
     double seconds, flops;
     size_t bytes;
@@ -30,35 +29,90 @@ struct rt_recorder {
     int producer_cap;
 };
 
-static int node_name(struct rt_recorder *r, const struct rt_call *c, char *buf, size_t size)
+/* 1 when name is base or base/<number>. */
+static int is_numbered(const char *name, const char *base)
 {
-    if (c->node) {
-        snprintf(buf, size, "%s", c->name);
+    size_t len = strlen(base);
+    if (strncmp(name, base, len))
         return 0;
-    }
-    const char *origin = c->origin ? c->origin : "runtime";
-    int is_loss = !strcmp(origin, "loss");
-    /* A gradient of a recorded call takes that call's exported name. */
-    for (int i = 0; i < r->n && !is_loss; i++)
-        if (r->nodes[i].call_name && !strcmp(r->nodes[i].call_name, origin)) {
-            origin = r->nodes[i].name;
-            break;
-        }
-    int k = 0;
-    size_t len = strlen(origin);
-    const char *suffix = is_loss ? "" : "/grad";
-    for (int i = 0; i < r->n; i++)
-        if (!strncmp(r->nodes[i].name, origin, len) &&
-            (r->nodes[i].name[len] == 0 || r->nodes[i].name[len] == '/') && strcmp(r->nodes[i].name, origin))
-            k++;
-    if (k)
-        snprintf(buf, size, "%s%s/%d", origin, suffix, k);
-    else
-        snprintf(buf, size, "%s%s", origin, suffix);
-    return 0;
+    if (!name[len])
+        return 1;
+    if (name[len] != '/' || !name[len + 1])
+        return 0;
+    for (const char *p = name + len + 1; *p; p++)
+        if (*p < '0' || *p > '9')
+            return 0;
+    return 1;
 }
 
-void rt_record_call(struct dtrx_session *s, const struct rt_call *c, double seconds)
+/* The exported name of call c, the next call of the step: appended to the
+ * step's list so that later gradient calls can find their forward call's
+ * name. Kept only while exporting or following a schedule. */
+const char *rt_step_name(struct dtrx_session *s, const struct rt_call *c)
+{
+    struct rt_step_names *sn = &s->step_names;
+    if (sn->n == sn->cap) {
+        int cap = sn->cap ? 2 * sn->cap : 256;
+        char **a = realloc(sn->call_names, sizeof *a * (size_t)cap);
+        if (a)
+            sn->call_names = a;
+        char **b = a ? realloc(sn->names, sizeof *b * (size_t)cap) : NULL;
+        if (!b)
+            return NULL;
+        sn->names = b;
+        sn->cap = cap;
+    }
+    char buf[1024];
+    if (c->node) {
+        snprintf(buf, sizeof buf, "%s", c->name);
+    } else {
+        const char *origin = c->origin ? c->origin : "runtime";
+        int is_loss = !strcmp(origin, "loss");
+        /* A gradient of a recorded call takes that call's exported name. */
+        for (int i = sn->n - 1; i >= 0 && !is_loss; i--)
+            if (!strcmp(sn->call_names[i], origin)) {
+                origin = sn->names[i];
+                break;
+            }
+        char base[1024];
+        snprintf(base, sizeof base, "%s%s", is_loss ? "loss" : origin, is_loss ? "" : "/grad");
+        int k = 0;
+        for (int i = 0; i < sn->n; i++)
+            k += is_numbered(sn->names[i], base);
+        if (k)
+            snprintf(buf, sizeof buf, "%s/%d", base, k);
+        else
+            snprintf(buf, sizeof buf, "%s", base);
+    }
+    char *cn = strdup(c->name), *nn = strdup(buf);
+    if (!cn || !nn) {
+        free(cn);
+        free(nn);
+        return NULL;
+    }
+    sn->call_names[sn->n] = cn;
+    sn->names[sn->n++] = nn;
+    return nn;
+}
+
+void rt_step_names_reset(struct dtrx_session *s)
+{
+    struct rt_step_names *sn = &s->step_names;
+    for (int i = 0; i < sn->n; i++) {
+        free(sn->call_names[i]);
+        free(sn->names[i]);
+    }
+    sn->n = 0;
+}
+
+void rt_step_names_free(struct dtrx_session *s)
+{
+    rt_step_names_reset(s);
+    free(s->step_names.call_names);
+    free(s->step_names.names);
+}
+
+void rt_record_call(struct dtrx_session *s, const struct rt_call *c, const char *name, double seconds)
 {
     struct rt_recorder *r = s->recorder;
     if (!c->n_out)
@@ -81,8 +135,8 @@ void rt_record_call(struct dtrx_session *s, const struct rt_call *c, double seco
         r->producer = grown;
         r->producer_cap = cap;
     }
-    char name[1024];
-    node_name(r, c, name, sizeof name);
+    if (!name)
+        return;
     struct rt_node *n = &r->nodes[r->n];
     memset(n, 0, sizeof *n);
     n->name = strdup(name);
@@ -92,7 +146,6 @@ void rt_record_call(struct dtrx_session *s, const struct rt_call *c, double seco
         free(n->inputs);
         return;
     }
-    n->call_name = c->name;
     n->backward = !c->node && c->origin && strcmp(c->origin, "loss");
     n->seconds = seconds;
     n->flops = c->cost_flops;
@@ -172,6 +225,7 @@ enum dtrx_status dtrx_session_export_graph(struct dtrx_session *s, const char *p
     if (!s->train.active)
         return rt_fail(DTRX_ERR_INPUT, "export needs a training session (dtrx_session_train_begin)");
     struct rt_recorder r = { 0 };
+    rt_step_names_reset(s);
     s->recorder = &r;
     double loss;
     enum dtrx_status st = dtrx_session_backward(s, &loss);

@@ -113,6 +113,13 @@ struct rt_budget {
     double compaction_bytes;
 };
 
+/* Exported names of the step's calls, in execution order (export.c). */
+struct rt_step_names {
+    int n, cap;
+    char **call_names;
+    char **names;
+};
+
 struct rt_dim_binding {
     char *name;
     int64_t value;
@@ -146,6 +153,7 @@ struct dtrx_session {
     struct rt_train train;
     struct rt_budget budget;
     struct rt_recorder *recorder;
+    struct rt_step_names step_names;
     FILE *trace;
     uint64_t trace_next_id;
     int trace_started;             /* a run has begun: new constants are logged at once */
@@ -186,7 +194,10 @@ int rt_value_live(const struct dtrx_session *s, const struct rt_value *v);
 /* Step recording for `dtrexec export` (export.c): called for every
  * executed call while s->recorder is set. */
 struct rt_recorder;
-void rt_record_call(struct dtrx_session *s, const struct rt_call *c, double seconds);
+void rt_record_call(struct dtrx_session *s, const struct rt_call *c, const char *name, double seconds);
+const char *rt_step_name(struct dtrx_session *s, const struct rt_call *c);
+void rt_step_names_reset(struct dtrx_session *s);
+void rt_step_names_free(struct dtrx_session *s);
 
 /* The op log (trace.c). */
 enum dtrx_status rt_trace_open(struct dtrx_session *s, const char *path);
