@@ -105,6 +105,10 @@ def main():
             if m and values[j] > 1e-7:
                 S.append([int(m.group(1)), int(m.group(2)), round(float(values[j]), 7)])
         out["S"] = S
+    # JSON has no infinities: a missing bound is left out
+    for key in ("objective", "bound", "gap", "seconds"):
+        if key in out and not math.isfinite(out[key]):
+            del out[key]
     with open(a.answer, "w") as f:
         json.dump(out, f)
     return 0
