@@ -107,10 +107,7 @@ int nn_geom_resolve(const struct op_call *c, const struct nn_window_attrs *a,
         return op_error(c, "kernel_shape/strides/dilations/pads must have %d (pads %d) entries "
                         "for a rank-%d input", nsp, 2 * nsp, x->rank);
     g->nsp = nsp;
-    for (int j = 0; j < 3; j++) {
-        g->in[j] = g->k[j] = g->out[j] = g->stride[j] = g->dil[j] = 1;
-        g->pad_lo[j] = g->pad_hi[j] = 0;
-    }
+    nn_geom_reset_window(g);
     for (int i = 0; i < nsp; i++) {
         int j = 3 - nsp + i;
         int64_t in = x->dims[2 + i], k = kernel_spatial[i];
@@ -828,13 +825,9 @@ static struct op_cost conv_cost(const struct op_call *c)
 {
     struct op_cost cost = cost_memory(c);
     const struct tensor *w = c->in[1], *y = c->out[0];
-    if (y && w->rank >= 2) {
-        /* each output element: a dot product over C/group * kernel */
-        double per = 1.0;
-        for (int i = 1; i < w->rank; i++)
-            per *= (double)w->dims[i];
-        cost.flops = 2.0 * per * (double)tensor_numel(y);
-    }
+    /* each output element: a dot product over C/group * kernel */
+    if (y && w->rank >= 2)
+        cost.flops = 2.0 * nn_weight_taps(w) * (double)tensor_numel(y);
     return cost;
 }
 
@@ -913,9 +906,20 @@ static int conv_grad(struct grad_ctx *g)
 
 struct conv_grad_params {
     struct conv_params conv;
-    int n_shape;
-    int64_t shape[NN_MAX_SPATIAL + 2];
+    struct nn_shape_attr shape;
 };
+
+int nn_shape_attr_parse(const struct onnx_node *node, struct nn_shape_attr *s,
+                        char *err, size_t err_size)
+{
+    s->n = onnx_node_attr_ints(node, "shape", s->dims, NN_MAX_SPATIAL + 2);
+    if (s->n < 3) {
+        snprintf(err, err_size, "node '%s' (%s): attribute shape must list 3 to %d dims",
+                 node->name, node->op_type, NN_MAX_SPATIAL + 2);
+        return -1;
+    }
+    return 0;
+}
 
 static int conv_grad_parse(const struct onnx_node *node, int version, void **params,
                            char *err, size_t err_size)
@@ -931,10 +935,7 @@ static int conv_grad_parse(const struct onnx_node *node, int version, void **par
     }
     p->conv = *(struct conv_params *)cp;
     free(cp);
-    p->n_shape = onnx_node_attr_ints(node, "shape", p->shape, NN_MAX_SPATIAL + 2);
-    if (p->n_shape < 3) {
-        snprintf(err, err_size, "node '%s' (%s): attribute shape must list 3 to %d dims",
-                 node->name, node->op_type, NN_MAX_SPATIAL + 2);
+    if (nn_shape_attr_parse(node, &p->shape, err, err_size)) {
         free(p);
         return -1;
     }
@@ -982,9 +983,7 @@ static int conv_grad_check_float(const struct op_call *c)
 static struct tensor conv_grad_shape(const struct op_call *c)
 {
     const struct conv_grad_params *p = c->params;
-    struct tensor t = { .dtype = ONNX_DTYPE_FLOAT, .rank = p->n_shape };
-    memcpy(t.dims, p->shape, sizeof(int64_t) * (size_t)p->n_shape);
-    return t;
+    return nn_shape_attr_tensor(&p->shape);
 }
 
 static int conv_grad_data_infer(struct op_call *c)
@@ -1024,12 +1023,10 @@ static struct op_cost conv_grad_cost(const struct op_call *c)
     double per = 1.0;
     if (x) {
         per = (double)(x->dims[1] / (p->conv.group ? p->conv.group : 1));
-        for (int i = 2; i < p->n_shape; i++)
-            per *= (double)p->shape[i];
+        for (int i = 2; i < p->shape.n; i++)
+            per *= (double)p->shape.dims[i];
     } else {
-        const struct tensor *w = c->in[1];
-        for (int i = 1; i < w->rank; i++)
-            per *= (double)w->dims[i];
+        per = nn_weight_taps(c->in[1]);
     }
     cost.flops = 2.0 * per * (double)tensor_numel(dy);
     return cost;

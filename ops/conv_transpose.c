@@ -90,10 +90,7 @@ static int ct_geom(const struct op_call *c, struct nn_geom *g)
     g->group = p->group;
     if (b && (b->rank != 1 || b->dims[0] != g->c))
         return op_error(c, "B %s must be [%lld]", tensor_describe(b, d1, sizeof d1), (long long)g->c);
-    for (int j = 0; j < 3; j++) {
-        g->in[j] = g->k[j] = g->out[j] = g->stride[j] = g->dil[j] = 1;
-        g->pad_lo[j] = g->pad_hi[j] = 0;
-    }
+    nn_geom_reset_window(g);
     for (int i = 0; i < nsp; i++) {
         int j = 3 - nsp + i;
         int64_t in = x->dims[2 + i], k = w->dims[2 + i];
@@ -168,13 +165,9 @@ static struct op_cost ct_cost(const struct op_call *c)
 {
     struct op_cost cost = cost_memory(c);
     const struct tensor *x = c->in[0], *w = c->in[1];
-    if (w->rank >= 2) {
-        /* each input element scatters into (M/group) * kernel outputs */
-        double per = 1.0;
-        for (int i = 1; i < w->rank; i++)
-            per *= (double)w->dims[i];
-        cost.flops = 2.0 * per * (double)tensor_numel(x);
-    }
+    /* each input element scatters into (M/group) * kernel outputs */
+    if (w->rank >= 2)
+        cost.flops = 2.0 * nn_weight_taps(w) * (double)tensor_numel(x);
     return cost;
 }
 

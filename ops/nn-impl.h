@@ -68,6 +68,27 @@ static inline int64_t nn_geom_k_size(const struct nn_geom *g)
     return g->k[0] * g->k[1] * g->k[2];
 }
 
+/* Every axis to the identity window (size, kernel, stride, dilation 1, no
+ * padding): what the leading axes of a 1-D or 2-D op keep. */
+static inline void nn_geom_reset_window(struct nn_geom *g)
+{
+    for (int j = 0; j < 3; j++) {
+        g->in[j] = g->k[j] = g->out[j] = g->stride[j] = g->dil[j] = 1;
+        g->pad_lo[j] = g->pad_hi[j] = 0;
+    }
+}
+
+/* Weight taps of one output channel, W's dims 1..rank-1 (C/group * kernel):
+ * the multiply-adds each convolution output element (each transposed
+ * convolution input element) costs. */
+static inline double nn_weight_taps(const struct tensor *w)
+{
+    double per = 1.0;
+    for (int i = 1; i < w->rank; i++)
+        per *= (double)w->dims[i];
+    return per;
+}
+
 /* ---- attribute parsing and geometry (conv.c) ---------------------------- */
 
 /* Reads auto_pad, kernel_shape, strides, dilations, pads and ceil_mode.
@@ -160,6 +181,24 @@ struct nn_geom_attrs {
 };
 void nn_geom_attrs_make(const struct nn_geom *g, int n_shape, const int64_t *shape,
                         struct nn_geom_attrs *at);
+
+/* The `shape` attribute of a gradient call (the dims of the tensor whose
+ * gradient it computes), read by the gradient kernels' parse functions. */
+struct nn_shape_attr {
+    int n;
+    int64_t dims[NN_MAX_SPATIAL + 2];
+};
+/* Reads `shape`; -1 with a message naming the node unless it lists 3 to
+ * NN_MAX_SPATIAL + 2 dims. */
+int nn_shape_attr_parse(const struct onnx_node *node, struct nn_shape_attr *s,
+                        char *err, size_t err_size);
+/* The attribute as a float32 tensor (dims only, no data). */
+static inline struct tensor nn_shape_attr_tensor(const struct nn_shape_attr *s)
+{
+    struct tensor t = { .dtype = ONNX_DTYPE_FLOAT, .rank = s->n };
+    memcpy(t.dims, s->dims, sizeof(int64_t) * (size_t)s->n);
+    return t;
+}
 
 /* im2col of one image and one group: col[(ci, kd, kh, kw), (od, oh, ow)],
  * zeros where the window falls into padding. */

@@ -39,6 +39,24 @@ static void tap_range(int64_t start, int64_t dil, int64_t k, int64_t n, int64_t 
     *hi = b;
 }
 
+/* Output position o's window along axis j: its first input position (in
+ * the padding when negative), returned, and its taps inside the input. */
+static inline int64_t window_taps(const struct nn_geom *g, int j, int64_t o, int64_t *lo, int64_t *hi)
+{
+    int64_t start = o * g->stride[j] - g->pad_lo[j];
+    tap_range(start, g->dil[j], g->k[j], g->in[j], lo, hi);
+    return start;
+}
+
+/* The taps of the window starting at `start` along axis j that lie inside
+ * the padded input [-pad_lo, in + pad_hi): what include-padding averages count. */
+static inline void window_padded_taps(const struct nn_geom *g, int j, int64_t start,
+                                      int64_t *lo, int64_t *hi)
+{
+    tap_range(start + g->pad_lo[j], g->dil[j], g->k[j], g->in[j] + g->pad_lo[j] + g->pad_hi[j],
+              lo, hi);
+}
+
 #define MAXPOOL_PLANE(T, LOWEST)                                                           \
     static void maxpool_##T(const struct nn_geom *g, const T *x, T *y, int64_t *ind,        \
                             int storage_order)                                              \
@@ -51,14 +69,11 @@ static void tap_range(int64_t start, int64_t dil, int64_t k, int64_t n, int64_t 
             T *yp = y + p * outsz;                                                          \
             int64_t *ip = ind ? ind + p * outsz : NULL;                                     \
             for (int64_t od = 0; od < g->out[0]; od++) {                                    \
-                int64_t d0 = od * g->stride[0] - g->pad_lo[0], dlo, dhi;                    \
-                tap_range(d0, g->dil[0], g->k[0], g->in[0], &dlo, &dhi);                    \
+                int64_t dlo, dhi, d0 = window_taps(g, 0, od, &dlo, &dhi);                   \
                 for (int64_t oh = 0; oh < g->out[1]; oh++) {                                \
-                    int64_t h0 = oh * g->stride[1] - g->pad_lo[1], hlo, hhi;                \
-                    tap_range(h0, g->dil[1], g->k[1], g->in[1], &hlo, &hhi);                \
+                    int64_t hlo, hhi, h0 = window_taps(g, 1, oh, &hlo, &hhi);               \
                     for (int64_t ow = 0; ow < g->out[2]; ow++) {                            \
-                        int64_t w0 = ow * g->stride[2] - g->pad_lo[2], wlo, whi;            \
-                        tap_range(w0, g->dil[2], g->k[2], g->in[2], &wlo, &whi);            \
+                        int64_t wlo, whi, w0 = window_taps(g, 2, ow, &wlo, &whi);           \
                         T best = LOWEST;                                                    \
                         int64_t bd = -1, bh = 0, bw = 0;                                    \
                         for (int64_t kd = dlo; kd < dhi; kd++) {                            \
@@ -117,21 +132,14 @@ int nn_avgpool_forward(const struct op_call *c, const struct nn_geom *g,
         const float *xp = x + p * insz;
         float *yp = y + p * outsz;
         for (int64_t od = 0; od < g->out[0]; od++) {
-            int64_t d0 = od * g->stride[0] - g->pad_lo[0], dlo, dhi, dplo, dphi;
-            tap_range(d0, g->dil[0], g->k[0], g->in[0], &dlo, &dhi);
-            /* taps inside the padded input [-pad_lo, in + pad_hi) */
-            tap_range(d0 + g->pad_lo[0], g->dil[0], g->k[0], g->in[0] + g->pad_lo[0] + g->pad_hi[0],
-                      &dplo, &dphi);
+            int64_t dlo, dhi, d0 = window_taps(g, 0, od, &dlo, &dhi), dplo, dphi;
+            window_padded_taps(g, 0, d0, &dplo, &dphi);
             for (int64_t oh = 0; oh < g->out[1]; oh++) {
-                int64_t h0 = oh * g->stride[1] - g->pad_lo[1], hlo, hhi, hplo, hphi;
-                tap_range(h0, g->dil[1], g->k[1], g->in[1], &hlo, &hhi);
-                tap_range(h0 + g->pad_lo[1], g->dil[1], g->k[1], g->in[1] + g->pad_lo[1] + g->pad_hi[1],
-                          &hplo, &hphi);
+                int64_t hlo, hhi, h0 = window_taps(g, 1, oh, &hlo, &hhi), hplo, hphi;
+                window_padded_taps(g, 1, h0, &hplo, &hphi);
                 for (int64_t ow = 0; ow < g->out[2]; ow++) {
-                    int64_t w0 = ow * g->stride[2] - g->pad_lo[2], wlo, whi, wplo, wphi;
-                    tap_range(w0, g->dil[2], g->k[2], g->in[2], &wlo, &whi);
-                    tap_range(w0 + g->pad_lo[2], g->dil[2], g->k[2], g->in[2] + g->pad_lo[2] + g->pad_hi[2],
-                              &wplo, &wphi);
+                    int64_t wlo, whi, w0 = window_taps(g, 2, ow, &wlo, &whi), wplo, wphi;
+                    window_padded_taps(g, 2, w0, &wplo, &wphi);
                     float sum = 0.0f;
                     for (int64_t kd = dlo; kd < dhi; kd++) {
                         int64_t id = d0 + kd * g->dil[0];
@@ -390,14 +398,11 @@ void nn_maxpool_backward(const struct nn_geom *g, const float *x, const float *d
         float *dxp = dx + p * insz;
         memset(dxp, 0, sizeof(float) * (size_t)insz);
         for (int64_t od = 0; od < g->out[0]; od++) {
-            int64_t d0 = od * g->stride[0] - g->pad_lo[0], dlo, dhi;
-            tap_range(d0, g->dil[0], g->k[0], g->in[0], &dlo, &dhi);
+            int64_t dlo, dhi, d0 = window_taps(g, 0, od, &dlo, &dhi);
             for (int64_t oh = 0; oh < g->out[1]; oh++) {
-                int64_t h0 = oh * g->stride[1] - g->pad_lo[1], hlo, hhi;
-                tap_range(h0, g->dil[1], g->k[1], g->in[1], &hlo, &hhi);
+                int64_t hlo, hhi, h0 = window_taps(g, 1, oh, &hlo, &hhi);
                 for (int64_t ow = 0; ow < g->out[2]; ow++) {
-                    int64_t w0 = ow * g->stride[2] - g->pad_lo[2], wlo, whi;
-                    tap_range(w0, g->dil[2], g->k[2], g->in[2], &wlo, &whi);
+                    int64_t wlo, whi, w0 = window_taps(g, 2, ow, &wlo, &whi);
                     if (dlo >= dhi || hlo >= hhi || wlo >= whi)
                         continue;      /* a window entirely in the padding */
                     /* start from the first tap; later taps win only when
@@ -434,20 +439,14 @@ void nn_avgpool_backward(const struct nn_geom *g, int count_include_pad, const f
         float *dxp = dx + p * insz;
         memset(dxp, 0, sizeof(float) * (size_t)insz);
         for (int64_t od = 0; od < g->out[0]; od++) {
-            int64_t d0 = od * g->stride[0] - g->pad_lo[0], dlo, dhi, dplo, dphi;
-            tap_range(d0, g->dil[0], g->k[0], g->in[0], &dlo, &dhi);
-            tap_range(d0 + g->pad_lo[0], g->dil[0], g->k[0], g->in[0] + g->pad_lo[0] + g->pad_hi[0],
-                      &dplo, &dphi);
+            int64_t dlo, dhi, d0 = window_taps(g, 0, od, &dlo, &dhi), dplo, dphi;
+            window_padded_taps(g, 0, d0, &dplo, &dphi);
             for (int64_t oh = 0; oh < g->out[1]; oh++) {
-                int64_t h0 = oh * g->stride[1] - g->pad_lo[1], hlo, hhi, hplo, hphi;
-                tap_range(h0, g->dil[1], g->k[1], g->in[1], &hlo, &hhi);
-                tap_range(h0 + g->pad_lo[1], g->dil[1], g->k[1], g->in[1] + g->pad_lo[1] + g->pad_hi[1],
-                          &hplo, &hphi);
+                int64_t hlo, hhi, h0 = window_taps(g, 1, oh, &hlo, &hhi), hplo, hphi;
+                window_padded_taps(g, 1, h0, &hplo, &hphi);
                 for (int64_t ow = 0; ow < g->out[2]; ow++) {
-                    int64_t w0 = ow * g->stride[2] - g->pad_lo[2], wlo, whi, wplo, wphi;
-                    tap_range(w0, g->dil[2], g->k[2], g->in[2], &wlo, &whi);
-                    tap_range(w0 + g->pad_lo[2], g->dil[2], g->k[2], g->in[2] + g->pad_lo[2] + g->pad_hi[2],
-                              &wplo, &wphi);
+                    int64_t wlo, whi, w0 = window_taps(g, 2, ow, &wlo, &whi), wplo, wphi;
+                    window_padded_taps(g, 2, w0, &wplo, &wphi);
                     int64_t count = count_include_pad
                         ? (dphi - dplo) * (hphi - hplo) * (wphi - wplo)
                         : (dhi - dlo) * (hhi - hlo) * (whi - wlo);
@@ -518,8 +517,7 @@ static int gap_grad(struct grad_ctx *g)
 
 struct pool_grad_params {
     struct pool_params pool;
-    int n_shape;
-    int64_t shape[NN_MAX_SPATIAL + 2];
+    struct nn_shape_attr shape;
 };
 
 static int pool_grad_parse(const struct onnx_node *node, int version, void **params,
@@ -536,10 +534,7 @@ static int pool_grad_parse(const struct onnx_node *node, int version, void **par
     }
     p->pool = *(struct pool_params *)pp;
     free(pp);
-    p->n_shape = onnx_node_attr_ints(node, "shape", p->shape, NN_MAX_SPATIAL + 2);
-    if (p->n_shape < 3) {
-        snprintf(err, err_size, "node '%s' (%s): attribute shape must list 3 to %d dims",
-                 node->name, node->op_type, NN_MAX_SPATIAL + 2);
+    if (nn_shape_attr_parse(node, &p->shape, err, err_size)) {
         free(p);
         return -1;
     }
@@ -552,8 +547,7 @@ static int pool_grad_geom(const struct op_call *c, struct nn_geom *g)
 {
     const struct pool_grad_params *p = c->params;
     const struct tensor *dy = c->in[0], *x = c->n_in > 1 ? c->in[1] : NULL;
-    struct tensor xs = { .dtype = ONNX_DTYPE_FLOAT, .rank = p->n_shape };
-    memcpy(xs.dims, p->shape, sizeof(int64_t) * (size_t)p->n_shape);
+    struct tensor xs = nn_shape_attr_tensor(&p->shape);
     char d1[128], d2[128];
     if (dy->dtype != ONNX_DTYPE_FLOAT || (x && x->dtype != ONNX_DTYPE_FLOAT))
         return op_error(c, "only float32 is supported, dY is %s", onnx_dtype_name(dy->dtype));
@@ -581,8 +575,7 @@ static int pool_grad_infer(struct op_call *c)
         return -1;
     const struct pool_grad_params *p = c->params;
     struct tensor *dx = c->out[0];
-    *dx = (struct tensor){ .dtype = ONNX_DTYPE_FLOAT, .rank = p->n_shape };
-    memcpy(dx->dims, p->shape, sizeof(int64_t) * (size_t)p->n_shape);
+    *dx = nn_shape_attr_tensor(&p->shape);
     return 0;
 }
 
