@@ -599,12 +599,7 @@ enum plan_status plan_checkmate(const struct plan_graph *g, uint64_t budget_byte
         rc = PLAN_INFEASIBLE;
         goto done;
     }
-    if (!sol.has_solution && lrc != PLAN_OK) {
-        snprintf(err, err_size, "no schedule found within %.3g s (solver status %s; not proven infeasible)",
-                 sol.seconds, sol.status);
-        rc = PLAN_INFEASIBLE;
-        goto done;
-    }
+    double have = INFINITY;
     if (sol.has_solution) {
         for (size_t k = 0; k < (size_t)T * T; k++)
             S[k] = sol.S[k] > 0.5f;
@@ -615,7 +610,7 @@ enum plan_status plan_checkmate(const struct plan_graph *g, uint64_t budget_byte
             goto done;
         }
     }
-    if (!sol.has_solution || r.total_compute > lp_best) {
+    if (lrc == PLAN_OK && (!sol.has_solution || r.total_compute > lp_best)) {
         /* the start is still the best known */
         schedule_free(out);
         out->steps = rounded.steps;
@@ -624,18 +619,20 @@ enum plan_status plan_checkmate(const struct plan_graph *g, uint64_t budget_byte
         rounded.steps = NULL;
         out->solver.objective = lp_best;
         if (isfinite(out->solver.bound))
-            out->solver.gap = lp_best > 0 ? (lp_best - out->solver.bound) / lp_best : 0;
+            out->solver.gap = lp_best > 0 ? fmax(0, (lp_best - out->solver.bound) / lp_best) : 0;
     }
     /* A solve stopped by its time limit can hold a worse incumbent than a
      * classic planner: the cheapest schedule known is returned, and the
      * gap is measured from it to the MILP's bound. (A cheaper baseline
      * after a proven optimum would mean a schedule outside Checkmate's
      * frontier-advancing stages; it is returned too, and says so.) */
-    if (schedule_simulate(g, out, budget_bytes, &r, e, sizeof e)) {
-        snprintf(err, err_size, "internal: the MILP's schedule does not validate: %s", e);
-        goto done;
+    if (lrc == PLAN_OK || sol.has_solution) {
+        if (schedule_simulate(g, out, budget_bytes, &r, e, sizeof e)) {
+            snprintf(err, err_size, "internal: the MILP's schedule does not validate: %s", e);
+            goto done;
+        }
+        have = r.total_compute;
     }
-    double have = r.total_compute;
     for (int k = PLAN_CHECKPOINT_ALL; k <= PLAN_GRIEWANK; k++) {
         struct schedule b;
         char be[400];
@@ -656,6 +653,12 @@ enum plan_status plan_checkmate(const struct plan_graph *g, uint64_t budget_byte
         snprintf(out->solver.backend, sizeof out->solver.backend, "highs; incumbent %s", plan_solver_name(k));
         if (!strcmp(out->solver.status, "optimal"))
             snprintf(out->solver.status, sizeof out->solver.status, "outside_model");
+    }
+    if (!isfinite(have)) {
+        snprintf(err, err_size, "no schedule found within %.3g s (solver status %s; not proven infeasible)",
+                 sol.seconds, sol.status);
+        rc = PLAN_INFEASIBLE;
+        goto done;
     }
     rc = PLAN_OK;
 done:
