@@ -59,9 +59,12 @@ Memory, not the same accounting on the two sides:
     from VmHWM after the steps. It counts allocator slack and code pages
     first touched by the backward pass, so it is an upper bound of tensor
     memory. `tensor` is PyTorch's own tensor accounting from one extra,
-    untimed step under torch.profiler(profile_memory=True): the running
-    sum of allocation and free events, its maximum, plus parameters and
-    buffers.
+    untimed step under torch.profiler (profile_memory, record_shapes,
+    with_stack): the peak of its memory timeline (export_memory_timeline,
+    device cpu), summed over categories; it includes parameters,
+    gradients and the input. This one is the closest to dtrexec's arena
+    high-water mark, though PyTorch's allocator has no arena:
+    fragmentation and allocator slack count in dtrexec's figure only.
 
 OpenBLAS: these machines set OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE to an
 older, safe kernel. Benchmark with both unset in the benchmark command
@@ -353,21 +356,26 @@ def _trim():
         pass
 
 
-def _profiler_peak(step):
-    """Runs step() under torch.profiler with memory profiling; returns the
-    maximum of the running sum of allocation (+) and free (-) events, i.e.
-    the tensor bytes allocated during the step above those held before."""
+def _profiler_peak(step, wd):
+    """Runs step() under torch.profiler with memory profiling and returns
+    the peak of its memory timeline on the CPU: the bytes of every tensor
+    the profiler tracks (parameters, gradients, inputs, activations,
+    temporaries, also those allocated before the step), summed over its
+    categories, at the highest point."""
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=True,
+                 with_stack=True) as prof:
         step()
-    events = [e for e in prof.events() if e.name == "[memory]"]
-    events.sort(key=lambda e: e.time_range.start)
-    cur = peak = 0
-    for e in events:
-        cur += e.cpu_memory_usage
-        peak = max(peak, cur)
-    return peak if events else None
+    path = os.path.join(wd, "torch-memory-timeline.json")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # deprecated in favour of a CUDA-only API
+        prof.export_memory_timeline(path, device="cpu")
+    with open(path) as f:
+        _, sizes = json.load(f)
+    return max(sum(s) for s in sizes) if sizes else None
 
 
 def torch_worker(spec_path):
@@ -423,8 +431,7 @@ def torch_worker(spec_path):
                peak_rss_bytes=(hwm - rss0) * 1024 + resident)
     if spec.get("profile_memory"):
         try:
-            p = _profiler_peak(step)
-            res["peak_tensor_bytes"] = None if p is None else p + resident
+            res["peak_tensor_bytes"] = _profiler_peak(step, os.path.dirname(spec["result"]))
         except Exception as e:  # the profiler's API moves between versions
             res["profiler_error"] = f"{type(e).__name__}: {e}"
     with open(spec["result"], "w") as f:
