@@ -13,58 +13,23 @@
 
 #include "ops/elementwise-impl.h"
 #include "ops/ops.h"
+#include "testops.h"
 #include "testutil.h"
 
 /* ---- helpers -------------------------------------------------------------- */
 
-#define POOL_MAX 8192
-static void *pool[POOL_MAX];
-static int pool_n;
-
-static void *pool_alloc(size_t bytes)
-{
-    void *p = calloc(1, bytes ? bytes : 1);
-    ck_assert_ptr_nonnull(p);
-    ck_assert_int_lt(pool_n, POOL_MAX);
-    pool[pool_n++] = p;
-    return p;
-}
-
-static void pool_free_all(void)
-{
-    for (int i = 0; i < pool_n; i++)
-        free(pool[i]);
-    pool_n = 0;
-}
-
-/* A tensor with a copy of `data` (or zeros when NULL). */
+/* A tensor with a copy of `data` (or zeros when NULL); the short name keeps
+ * the many calls inside expressions on one line. */
 static struct tensor *mk(int dtype, int rank, const int64_t *dims, const void *data)
 {
-    struct tensor *t = pool_alloc(sizeof *t);
-    t->dtype = dtype;
-    t->rank = rank;
-    for (int i = 0; i < rank; i++)
-        t->dims[i] = dims[i];
-    t->data = pool_alloc(tensor_size_bytes(t));
-    if (data)
-        memcpy(t->data, data, tensor_size_bytes(t));
-    return t;
+    return testops_tensor(dtype, rank, dims, data);
 }
 
 static uint32_t rng_state = 12345;
-static float frand(void)                       /* uniform in [-2, 2) */
-{
-    rng_state = rng_state * 1664525u + 1013904223u;
-    return (float)(rng_state >> 8) / (float)(1u << 24) * 4.0f - 2.0f;
-}
 
 static struct tensor *mk_rand(int rank, const int64_t *dims)
 {
-    struct tensor *t = mk(ONNX_DTYPE_FLOAT, rank, dims, NULL);
-    float *d = t->data;
-    for (int64_t i = 0; i < tensor_numel(t); i++)
-        d[i] = frand();
-    return t;
+    return testops_tensor_rand(&rng_state, rank, dims);
 }
 
 static struct onnx_attr attr_int(const char *name, int64_t v)
@@ -105,7 +70,7 @@ static struct tensor *run(const char *name, int opset, struct onnx_attr *attrs, 
     void *params = NULL;
     if (d->parse && d->parse(&node, version, &params, last_err, sizeof last_err))
         return NULL;
-    struct tensor *out = pool_alloc(sizeof *out);
+    struct tensor *out = testops_alloc(sizeof *out);
     struct tensor *outs[1] = { out };
     struct op_env env = { .backend = &backend_cpu, .threads = 2, .err = last_err,
                           .err_size = sizeof last_err };
@@ -114,7 +79,7 @@ static struct tensor *run(const char *name, int opset, struct onnx_attr *attrs, 
     int rc = d->infer(&c);
     if (!rc) {
         ck_assert_int_gt(onnx_dtype_size(out->dtype), 0);
-        out->data = pool_alloc(tensor_size_bytes(out));
+        out->data = testops_alloc(tensor_size_bytes(out));
         rc = d->kernel[BACKEND_CPU](&c);
     }
     if (params)
@@ -193,7 +158,7 @@ static void check_broadcast_case(const char *op, int ra, const int64_t *da, int 
     ck_assert_msg(y != NULL, "%s failed: %s", op, last_err);
     check_shape(y, ro, dout);
     int64_t n = tensor_numel(y);
-    double *want = pool_alloc(sizeof(double) * (size_t)n);
+    double *want = testops_alloc(sizeof(double) * (size_t)n);
     for (int64_t i = 0; i < n; i++)
         want[i] = ref_binary(op, ((float *)a->data)[ref_offset(a, y, i)],
                              ((float *)b->data)[ref_offset(b, y, i)]);
@@ -218,7 +183,7 @@ START_TEST(test_broadcast_shapes)
         check_broadcast_case(op, 4, (int64_t[]){ 2, 1, 3, 1 }, 4, (int64_t[]){ 1, 4, 1, 5 }, 4,
                              (int64_t[]){ 2, 4, 3, 5 });
     }
-    pool_free_all();
+    testops_free_all();
 }
 END_TEST
 
@@ -236,7 +201,7 @@ START_TEST(test_broadcast_large_deterministic)
     struct tensor *y1 = run2("Add", 14, a, b), *y2 = run2("Add", 14, a, b);
     ck_assert(y1 && y2);
     ck_assert_int_eq(memcmp(y1->data, y2->data, tensor_size_bytes(y1)), 0);
-    pool_free_all();
+    testops_free_all();
 }
 END_TEST
 
@@ -252,7 +217,7 @@ START_TEST(test_binary_errors)
     struct tensor *h = mk(ONNX_DTYPE_FLOAT16, 1, (int64_t[]){ 3 }, NULL);
     ck_assert_ptr_null(run2("Add", 14, h, h));
     ck_assert_msg(strstr(last_err, "unsupported dtype"), "message was: %s", last_err);
-    pool_free_all();
+    testops_free_all();
 }
 END_TEST
 
@@ -288,7 +253,7 @@ START_TEST(test_integer_arithmetic)
     ck_assert(y);
     uint64_t uwant[] = { UINT64_MAX / 2, 3, 0, 1 };
     ck_assert_int_eq(memcmp(y->data, uwant, sizeof uwant), 0);
-    pool_free_all();
+    testops_free_all();
 }
 END_TEST
 
@@ -319,7 +284,7 @@ START_TEST(test_pow_types)
     y = run2("Pow", 7, mk(ONNX_DTYPE_FLOAT, 1, d3, xf), mk(ONNX_DTYPE_FLOAT, 0, NULL, &e0));
     ck_assert(y);
     check_close_f(y->data, (double[]){ 4, 9, 0.25 }, 3, 1e-6, 0);
-    pool_free_all();
+    testops_free_all();
 }
 END_TEST
 
@@ -343,7 +308,7 @@ START_TEST(test_variadic)
     y = run("Sum", 13, NULL, 0, in, 1);
     ck_assert(y);
     check_close_f(y->data, (double[]){ 1, 5, NAN }, 3, 0, 0);
-    pool_free_all();
+    testops_free_all();
 }
 END_TEST
 
@@ -406,7 +371,7 @@ START_TEST(test_unary_float)
     ck_assert(y);
     check_close_f(y->data, (double[]){ log(4), log(0.25), log(1e-3) }, 3, 1e-6, 0);
     ck_assert(isinf(((float *)y->data)[3]) && ((float *)y->data)[3] < 0);
-    pool_free_all();
+    testops_free_all();
 }
 END_TEST
 
@@ -435,7 +400,7 @@ START_TEST(test_unary_double_and_int)
     ck_assert_ptr_null(run1("Exp", 13, NULL, 0, mk(ONNX_DTYPE_INT32, 1, (int64_t[]){ 4 }, xi)));
     ck_assert_msg(strstr(last_err, "unsupported dtype int32") || strstr(last_err, "unsupported dtype"),
                   "message was: %s", last_err);
-    pool_free_all();
+    testops_free_all();
 }
 END_TEST
 
@@ -470,7 +435,7 @@ START_TEST(test_clip_versions)
     const struct tensor *bad[2] = { x, mk(ONNX_DTYPE_DOUBLE, 0, NULL, NULL) };
     ck_assert_ptr_null(run("Clip", 13, NULL, 0, bad, 2));
     ck_assert_msg(strstr(last_err, "min"), "message was: %s", last_err);
-    pool_free_all();
+    testops_free_all();
 }
 END_TEST
 
@@ -511,7 +476,7 @@ START_TEST(test_compare_where)
     in[0] = mk(ONNX_DTYPE_INT32, 1, (int64_t[]){ 1 }, NULL);
     ck_assert_ptr_null(run("Where", 16, NULL, 0, in, 3));
     ck_assert_msg(strstr(last_err, "bool"), "message was: %s", last_err);
-    pool_free_all();
+    testops_free_all();
 }
 END_TEST
 
@@ -567,7 +532,7 @@ START_TEST(test_cast_float16)
     y = cast_to(ONNX_DTYPE_FLOAT16, 19, mk(ONNX_DTYPE_DOUBLE, 1, (int64_t[]){ 1 }, dx));
     ck_assert(y);
     ck_assert_int_eq(((uint16_t *)y->data)[0], 0x3c01);
-    pool_free_all();
+    testops_free_all();
 }
 END_TEST
 
@@ -611,7 +576,7 @@ START_TEST(test_cast_bfloat16_and_ints)
                   "message was: %s", last_err);
     ck_assert_ptr_null(cast_to(ONNX_DTYPE_STRING, 25, mk(ONNX_DTYPE_FLOAT, 1, (int64_t[]){ 6 }, fi)));
     ck_assert_msg(strstr(last_err, "unsupported"), "message was: %s", last_err);
-    pool_free_all();
+    testops_free_all();
 }
 END_TEST
 
@@ -639,7 +604,7 @@ START_TEST(test_softmax_versions)
 {
     int64_t dims[] = { 3, 4, 70 };           /* 70 columns: one full block and a partial one */
     struct tensor *x = mk_rand(3, dims);
-    double *want = pool_alloc(sizeof(double) * 3 * 4 * 70);
+    double *want = testops_alloc(sizeof(double) * 3 * 4 * 70);
     for (int log_out = 0; log_out < 2; log_out++) {
         const char *name = log_out ? "LogSoftmax" : "Softmax";
         for (int axis = -3; axis < 3; axis++) {
@@ -678,7 +643,7 @@ START_TEST(test_softmax_versions)
     struct onnx_attr bad[] = { attr_int("axis", 3) };
     ck_assert_ptr_null(run1("Softmax", 13, bad, 1, x));
     ck_assert_msg(strstr(last_err, "axis 3"), "message was: %s", last_err);
-    pool_free_all();
+    testops_free_all();
 }
 END_TEST
 
@@ -690,7 +655,7 @@ enum { R_SUM, R_MEAN, R_MAX };
  * the reduced axes, which is the same order with or without keepdims). */
 static void ref_reduce(const struct tensor *x, const int *mask, int kind, double *y, int64_t out_n)
 {
-    int64_t *count = pool_alloc(sizeof(int64_t) * (size_t)(out_n ? out_n : 1));
+    int64_t *count = testops_alloc(sizeof(int64_t) * (size_t)(out_n ? out_n : 1));
     for (int64_t i = 0; i < out_n; i++)
         y[i] = kind == R_MAX ? -INFINITY : 0;
     for (int64_t lin = 0; lin < tensor_numel(x); lin++) {
@@ -744,7 +709,7 @@ static void check_reduce(const char *name, int opset, int kind, struct tensor *x
     }
     ck_assert_int_eq(y->rank, r);
     int64_t n = tensor_numel(y);
-    double *want = pool_alloc(sizeof(double) * (size_t)(n ? n : 1));
+    double *want = testops_alloc(sizeof(double) * (size_t)(n ? n : 1));
     ref_reduce(x, mask, kind, want, n);
     /* float accumulation over up to 2400 values in [-2, 2) */
     check_close_f(y->data, want, n, 1e-4, 5e-5);
@@ -772,7 +737,7 @@ START_TEST(test_reduce_axes)
     check_reduce("ReduceSum", 13, R_SUM, big, (int[]){ 0 }, 1, 0);
     check_reduce("ReduceMean", 18, R_MEAN, big, (int[]){ 0, 2 }, 2, 1);
     check_reduce("ReduceMax", 18, R_MAX, big, (int[]){ 1 }, 1, 1);
-    pool_free_all();
+    testops_free_all();
 }
 END_TEST
 
@@ -830,7 +795,7 @@ START_TEST(test_reduce_special)
     ck_assert_msg(strstr(last_err, "axis 9"), "message was: %s", last_err);
     ck_assert_ptr_null(run1("ReduceMean", 18, a, 2, x));
     ck_assert_msg(strstr(last_err, "axes"), "message was: %s", last_err);
-    pool_free_all();
+    testops_free_all();
 }
 END_TEST
 

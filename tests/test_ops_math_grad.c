@@ -12,59 +12,21 @@
 #include <string.h>
 
 #include "ops/ops.h"
+#include "testops.h"
 #include "testutil.h"
-
-#define POOL_MAX 256
-static void *pool[POOL_MAX];
-static int pool_n;
-
-static void *pool_alloc(size_t bytes)
-{
-    void *p = calloc(1, bytes ? bytes : 1);
-    ck_assert_ptr_nonnull(p);
-    ck_assert_int_lt(pool_n, POOL_MAX);
-    pool[pool_n++] = p;
-    return p;
-}
-
-static void pool_free_all(void)
-{
-    for (int i = 0; i < pool_n; i++)
-        free(pool[i]);
-    pool_n = 0;
-}
-
-static struct tensor *mk(int dtype, int rank, const int64_t *dims, const void *data)
-{
-    struct tensor *t = pool_alloc(sizeof *t);
-    t->dtype = dtype;
-    t->rank = rank;
-    for (int i = 0; i < rank; i++)
-        t->dims[i] = dims[i];
-    t->data = pool_alloc(tensor_size_bytes(t));
-    if (data)
-        memcpy(t->data, data, tensor_size_bytes(t));
-    return t;
-}
 
 static struct tensor *mkf(int rank, const int64_t *dims, const float *data)
 {
-    return mk(ONNX_DTYPE_FLOAT, rank, dims, data);
+    return testops_tensor(ONNX_DTYPE_FLOAT, rank, dims, data);
 }
 
 static uint32_t rng_state = 777;
-static float frand(void)                       /* uniform in [-2, 2) */
-{
-    rng_state = rng_state * 1664525u + 1013904223u;
-    return (float)(rng_state >> 8) / (float)(1u << 24) * 4.0f - 2.0f;
-}
+
+static float frand(void) { return testops_frand(&rng_state); }
 
 static struct tensor *mk_rand(int rank, const int64_t *dims)
 {
-    struct tensor *t = mkf(rank, dims, NULL);
-    for (int64_t i = 0; i < tensor_numel(t); i++)
-        ((float *)t->data)[i] = frand();
-    return t;
+    return testops_tensor_rand(&rng_state, rank, dims);
 }
 
 static void *scratch_alloc(void *ctx, size_t bytes)
@@ -96,7 +58,7 @@ static int run(const char *name, struct onnx_attr *attrs, int n_attrs, const str
     if (d->parse && d->parse(&node, version, &params, last_err, sizeof last_err))
         return -1;
     for (int k = 0; k < n_out; k++)
-        outs[k] = pool_alloc(sizeof **outs);
+        outs[k] = testops_alloc(sizeof **outs);
     struct op_env env = { .backend = &backend_cpu, .threads = 2, .err = last_err,
                           .err_size = sizeof last_err, .scratch_alloc = scratch_alloc,
                           .scratch_free = scratch_free };
@@ -104,7 +66,7 @@ static int run(const char *name, struct onnx_attr *attrs, int n_attrs, const str
                          .n_in = n_in, .in = in, .n_out = n_out, .out = outs, .env = &env };
     int rc = d->infer(&c);
     for (int k = 0; !rc && k < n_out; k++)
-        outs[k]->data = pool_alloc(tensor_size_bytes(outs[k]));
+        outs[k]->data = testops_alloc(tensor_size_bytes(outs[k]));
     if (!rc)
         rc = d->kernel[BACKEND_CPU](&c);
     if (params)
@@ -232,7 +194,7 @@ static void check_select_big(const int64_t *kept)
             }
     const struct tensor *in[3] = { dy, x, y };
     struct tensor *g = run1("ReduceSelectGrad", NULL, 0, in, 3);
-    uint8_t *taken = pool_alloc((size_t)tensor_numel(y));
+    uint8_t *taken = testops_alloc((size_t)tensor_numel(y));
     for (int64_t i = 0; i < 200; i++)
         for (int64_t j = 0; j < 30; j++)
             for (int64_t k = 0; k < 20; k++) {
@@ -306,7 +268,7 @@ static void check_softmax_grad(int log, int rank, const int64_t *dims, int axis,
 {
     struct tensor *dy = mk_rand(rank, dims), *y = mk_rand(rank, dims);
     int64_t n = tensor_numel(dy);
-    float *want = pool_alloc(sizeof(float) * (size_t)n);
+    float *want = testops_alloc(sizeof(float) * (size_t)n);
     ref_softmax_grad(dy->data, y->data, want, outer, len, inner, log);
     struct onnx_attr a[2] = {
         { .name = "axis", .type = ONNX_ATTR_INT, .i = axis },
@@ -374,7 +336,7 @@ START_TEST(test_grad_kernels_deterministic)
 }
 END_TEST
 
-static void teardown(void) { pool_free_all(); }
+static void teardown(void) { testops_free_all(); }
 
 static Suite *math_grad_suite(void)
 {

@@ -14,28 +14,15 @@
 
 #include "ops/nn-impl.h"
 #include "ops/ops.h"
+#include "testops.h"
 #include "testutil.h"
 
 /* ---- scratch that counts, and a bare op_call --------------------------- */
 
-static int scratch_live;
-
-static void *test_scratch_alloc(void *ctx, size_t bytes)
-{
-    scratch_live++;
-    return aligned_alloc(64, (bytes + 63) / 64 * 64);
-}
-
-static void test_scratch_free(void *ctx, void *ptr)
-{
-    scratch_live--;
-    free(ptr);
-}
-
 static char err_buf[512];
 
 static struct op_env test_env = {
-    .scratch_alloc = test_scratch_alloc, .scratch_free = test_scratch_free,
+    .scratch_alloc = testops_scratch_alloc, .scratch_free = testops_scratch_free,
     .backend = &backend_cpu, .threads = 1, .err = err_buf, .err_size = sizeof err_buf,
 };
 
@@ -165,12 +152,12 @@ static int run_node_folder(const char *dir)
             again[i] = outs[i];
             again[i].data = malloc(bytes ? bytes : 1);
         }
-    scratch_live = 0;
+    testops_scratch_live = 0;
     ck_assert_msg(!def->kernel[BACKEND_CPU](&call), "%s: kernel: %s", dir, err);
     struct op_call call2 = call;
     call2.out = again_p;
     ck_assert_msg(!def->kernel[BACKEND_CPU](&call2), "%s: kernel (2nd run): %s", dir, err);
-    ck_assert_msg(scratch_live == 0, "%s: %d scratch blocks left allocated", dir, scratch_live);
+    ck_assert_msg(testops_scratch_live == 0, "%s: %d scratch blocks left allocated", dir, testops_scratch_live);
     struct op_cost cost = def->cost(&call);
     ck_assert_msg(cost.bytes > 0 && cost.flops > 0, "%s: cost %g flops %g bytes", dir, cost.flops, cost.bytes);
     for (int i = 0; i < n_out; i++) {
@@ -304,10 +291,10 @@ START_TEST(test_conv_paths)
     };
     static const char *names[4] = { "im2col+sgemm", "oneDNN plain", "oneDNN blocked", "chosen" };
     for (int p = 0; p < 4; p++) {
-        scratch_live = 0;
+        testops_scratch_live = 0;
         ck_assert_msg(!paths[p](&c, &g, x, w, b, y), "case %d %s: %s", _i, names[p], err_buf);
         ck_assert_msg(!paths[p](&c, &g, x, w, b, y2), "case %d %s (cached): %s", _i, names[p], err_buf);
-        ck_assert_msg(scratch_live == 0, "case %d %s: scratch left allocated", _i, names[p]);
+        ck_assert_msg(testops_scratch_live == 0, "case %d %s: scratch left allocated", _i, names[p]);
         char what[64];
         snprintf(what, sizeof what, "case %d %s", _i, names[p]);
         assert_close(y, ref, ys, 1e-4, what);
@@ -376,7 +363,7 @@ START_TEST(test_conv_backward_paths)
             float *ox = run ? dx2 : dx, *ow = run ? dw2 : dw, *ob = run ? db2 : db;
             float *pb = cc->bias ? ob : NULL;
             int rd, rw;
-            scratch_live = 0;
+            testops_scratch_live = 0;
             switch (p) {
             case 0:
                 rd = nn_conv_backward_data_gemm(&c, &g, dy, w, ox);
@@ -392,7 +379,7 @@ START_TEST(test_conv_backward_paths)
                 break;
             }
             ck_assert_msg(!rd && !rw, "case %d %s: %s", _i, names[p], err_buf);
-            ck_assert_msg(scratch_live == 0, "case %d %s: scratch left allocated", _i, names[p]);
+            ck_assert_msg(testops_scratch_live == 0, "case %d %s: scratch left allocated", _i, names[p]);
         }
         snprintf(what, sizeof what, "case %d %s dX", _i, names[p]);
         assert_close(dx, rdx, xs, 1e-4, what);
@@ -504,9 +491,9 @@ START_TEST(test_conv_transpose_reference)
                   (long long)ty.dims[1], (long long)ty.dims[2], (long long)ty.dims[3], (long long)oh, (long long)ow);
     int64_t ys = 2 * M * oh * ow;
     ty.data = malloc(sizeof(float) * ys);
-    scratch_live = 0;
+    testops_scratch_live = 0;
     ck_assert_msg(!def->kernel[BACKEND_CPU](&c), "%s", err_buf);
-    ck_assert_int_eq(scratch_live, 0);
+    ck_assert_int_eq(testops_scratch_live, 0);
     double *ref = calloc(ys, sizeof(double));
     for (int64_t n = 0; n < 2; n++)
         for (int64_t m = 0; m < M; m++)

@@ -19,6 +19,7 @@
 
 #include "ops/ops.h"
 #include "ops/rnn-impl.h"
+#include "testops.h"
 
 /* ---- pasted expectations ---------------------------------------------- */
 
@@ -40,20 +41,6 @@ static const float sce_none_z[6] = { 1.9428786, 0.561429739, 4.3592205, 1.156148
 static const float nll_sum_z[1] = { -2.94821358 };
 
 /* ---- running one node through the registry ---------------------------- */
-
-static int scratch_live;
-
-static void *test_scratch_alloc(void *ctx, size_t bytes)
-{
-    scratch_live++;
-    return aligned_alloc(64, (bytes + 63) / 64 * 64);
-}
-
-static void test_scratch_free(void *ctx, void *ptr)
-{
-    scratch_live--;
-    free(ptr);
-}
 
 static char err_buf[512];
 
@@ -105,7 +92,7 @@ static int run_node(const char *op, int opset, struct test_attrs *attrs, const s
     err_buf[0] = 0;
     if (def->parse && def->parse(&node, version, &params, err_buf, sizeof err_buf))
         return -1;
-    struct op_env env = { .scratch_alloc = test_scratch_alloc, .scratch_free = test_scratch_free,
+    struct op_env env = { .scratch_alloc = testops_scratch_alloc, .scratch_free = testops_scratch_free,
                           .backend = &backend_cpu, .threads = 1, .err = err_buf, .err_size = sizeof err_buf };
     struct tensor *outs[4] = { 0 };
     for (int i = 0; i < n_out; i++) {
@@ -124,9 +111,9 @@ static int run_node(const char *op, int opset, struct test_attrs *attrs, const s
         memset(outs[i]->data, 0x7f, bytes);
     }
     if (rc == 0) {
-        scratch_live = 0;
+        testops_scratch_live = 0;
         rc = def->kernel[BACKEND_CPU](&call);
-        ck_assert_msg(scratch_live == 0, "%s left %d scratch blocks allocated", op, scratch_live);
+        ck_assert_msg(testops_scratch_live == 0, "%s left %d scratch blocks allocated", op, testops_scratch_live);
         struct op_cost cost = def->cost(&call);
         ck_assert_msg(cost.bytes > 0 && cost.flops >= 0, "%s: cost %g flops %g bytes", op, cost.flops, cost.bytes);
     }
