@@ -38,6 +38,19 @@ static int ints_attr(const struct onnx_node *node, const char *name, int64_t *ou
     return 0;
 }
 
+/* -1 with a message naming the first entry of attribute `name` below `min`. */
+static int ints_attr_check_min(const struct onnx_node *node, const char *name, const int64_t *v,
+                               int n, int64_t min, char *err, size_t err_size)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i] < min) {
+            snprintf(err, err_size, "node '%s' (%s): %s[%d] = %lld must be >= %lld",
+                     node->name, node->op_type, name, i, (long long)v[i], (long long)min);
+            return -1;
+        }
+    return 0;
+}
+
 int nn_window_attrs_parse(const struct onnx_node *node, struct nn_window_attrs *a,
                           char *err, size_t err_size)
 {
@@ -61,30 +74,11 @@ int nn_window_attrs_parse(const struct onnx_node *node, struct nn_window_attrs *
         || ints_attr(node, "dilations", a->dilations, NN_MAX_SPATIAL, &a->n_dilations, err, err_size)
         || ints_attr(node, "pads", a->pads, 2 * NN_MAX_SPATIAL, &a->n_pads, err, err_size))
         return -1;
-    for (int i = 0; i < a->n_kernel; i++)
-        if (a->kernel[i] < 1) {
-            snprintf(err, err_size, "node '%s' (%s): kernel_shape[%d] = %lld must be >= 1",
-                     node->name, node->op_type, i, (long long)a->kernel[i]);
-            return -1;
-        }
-    for (int i = 0; i < a->n_strides; i++)
-        if (a->strides[i] < 1) {
-            snprintf(err, err_size, "node '%s' (%s): strides[%d] = %lld must be >= 1",
-                     node->name, node->op_type, i, (long long)a->strides[i]);
-            return -1;
-        }
-    for (int i = 0; i < a->n_dilations; i++)
-        if (a->dilations[i] < 1) {
-            snprintf(err, err_size, "node '%s' (%s): dilations[%d] = %lld must be >= 1",
-                     node->name, node->op_type, i, (long long)a->dilations[i]);
-            return -1;
-        }
-    for (int i = 0; i < a->n_pads; i++)
-        if (a->pads[i] < 0) {
-            snprintf(err, err_size, "node '%s' (%s): pads[%d] = %lld must be >= 0",
-                     node->name, node->op_type, i, (long long)a->pads[i]);
-            return -1;
-        }
+    if (ints_attr_check_min(node, "kernel_shape", a->kernel, a->n_kernel, 1, err, err_size)
+        || ints_attr_check_min(node, "strides", a->strides, a->n_strides, 1, err, err_size)
+        || ints_attr_check_min(node, "dilations", a->dilations, a->n_dilations, 1, err, err_size)
+        || ints_attr_check_min(node, "pads", a->pads, a->n_pads, 0, err, err_size))
+        return -1;
     if (a->n_pads % 2) {
         snprintf(err, err_size, "node '%s' (%s): pads has %d entries, expected 2 per spatial axis",
                  node->name, node->op_type, a->n_pads);
