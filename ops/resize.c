@@ -249,6 +249,42 @@ static void resize_taps(const struct resize_params *p, double scale, int64_t in,
     }
 }
 
+/* The taps of output row `row` (all axes but the last) into rt[0..last-1];
+ * returns the row's input offset with every axis at its first tap. */
+static inline int64_t resize_row_taps(int64_t row, int last, const int64_t *ydims,
+                                      const struct resize_tap *taps, const int64_t *offs,
+                                      const int64_t *xs, const struct resize_tap **rt)
+{
+    int64_t rem = row, base = 0;
+    for (int a = last - 1; a >= 0; a--) {
+        int64_t q = rem / ydims[a];
+        rt[a] = taps + offs[a] + (rem - q * ydims[a]);
+        base += rt[a]->i0 * xs[a];
+        rem = q;
+    }
+    return base;
+}
+
+/* Weight of one corner of the N-linear interpolation over the k active
+ * axes (bit j set: axis active[j] takes its second tap), and its input
+ * offset moved from *off onto those second taps. */
+static inline double resize_corner(int corner, int k, const int *active,
+                                   const struct resize_tap *const *rt, const int64_t *xs,
+                                   int64_t *off)
+{
+    double weight = 1;
+    for (int j = 0; j < k; j++) {
+        const struct resize_tap *t = rt[active[j]];
+        if (corner >> j & 1) {
+            weight *= t->w;
+            *off += (t->i1 - t->i0) * xs[active[j]];
+        } else {
+            weight *= 1 - t->w;
+        }
+    }
+    return weight;
+}
+
 static int resize_cpu(struct op_call *c)
 {
     const struct resize_params *p = c->params;
@@ -298,13 +334,7 @@ static int resize_cpu(struct op_call *c)
     #pragma omp parallel for schedule(static) if(par)
     for (int64_t row = 0; row < rows; row++) {
         const struct resize_tap *rt[TENSOR_MAX_RANK];
-        int64_t rem = row, base = 0;
-        for (int a = last - 1; a >= 0; a--) {
-            int64_t q = rem / y->dims[a];
-            rt[a] = taps + offs[a] + (rem - q * y->dims[a]);
-            base += rt[a]->i0 * xs[a];
-            rem = q;
-        }
+        int64_t base = resize_row_taps(row, last, y->dims, taps, offs, xs, rt);
         char *dp = dst + (size_t)(row * w) * esize;
         if (k == 0) {
             for (int64_t o = 0; o < w; o++)
@@ -317,17 +347,8 @@ static int resize_cpu(struct op_call *c)
             rt[last] = lt + o;
             double sum = 0;
             for (int corner = 0; corner < (1 << k); corner++) {
-                double weight = 1;
                 int64_t off = base + lt[o].i0;
-                for (int j = 0; j < k; j++) {
-                    const struct resize_tap *t = rt[active[j]];
-                    if (corner >> j & 1) {
-                        weight *= t->w;
-                        off += (t->i1 - t->i0) * xs[active[j]];
-                    } else {
-                        weight *= 1 - t->w;
-                    }
-                }
+                double weight = resize_corner(corner, k, active, rt, xs, &off);
                 if (weight == 0)
                     continue;
                 sum += weight * (x->dtype == ONNX_DTYPE_FLOAT ? ((const float *)src)[off]
@@ -498,29 +519,14 @@ static int resize_grad_cpu(struct op_call *c)
     for (int64_t slab = 0; slab < slabs; slab++) {
         for (int64_t row = slab * per_slab; row < (slab + 1) * per_slab; row++) {
             const struct resize_tap *rt[TENSOR_MAX_RANK];
-            int64_t rem = row, base = 0;
-            for (int a = last - 1; a >= 0; a--) {
-                int64_t q = rem / dy->dims[a];
-                rt[a] = taps + offs[a] + (rem - q * dy->dims[a]);
-                base += rt[a]->i0 * xs[a];
-                rem = q;
-            }
+            int64_t base = resize_row_taps(row, last, dy->dims, taps, offs, xs, rt);
             for (int64_t o = 0; o < w; o++) {
                 rt[last] = lt + o;
                 double g = dbl ? ((const double *)dy->data)[row * w + o]
                                : ((const float *)dy->data)[row * w + o];
                 for (int corner = 0; corner < (1 << k); corner++) {
-                    double weight = 1;
                     int64_t off = base + lt[o].i0;
-                    for (int j = 0; j < k; j++) {
-                        const struct resize_tap *t = rt[active[j]];
-                        if (corner >> j & 1) {
-                            weight *= t->w;
-                            off += (t->i1 - t->i0) * xs[active[j]];
-                        } else {
-                            weight *= 1 - t->w;
-                        }
-                    }
+                    double weight = resize_corner(corner, k, active, rt, xs, &off);
                     if (weight == 0)
                         continue;
                     if (dbl)
