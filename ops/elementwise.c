@@ -123,35 +123,27 @@ int ew_dtype_error(const struct op_call *c, const char *what, int dtype, const c
 
 #define EW_LANES 16
 
-float ew_sum_f32(const float *x, int64_t n)
-{
-    float acc[EW_LANES] = { 0 };
-    int64_t i = 0;
-    for (; i + EW_LANES <= n; i += EW_LANES)
-        for (int j = 0; j < EW_LANES; j++)
-            acc[j] += x[i + j];
-    for (int j = 0; i < n; i++, j++)
-        acc[j] += x[i];
-    for (int w = EW_LANES / 2; w > 0; w /= 2)
-        for (int j = 0; j < w; j++)
-            acc[j] += acc[j + w];
-    return acc[0];
-}
+/* One definition for both widths: the lane split and the pairwise fold fix
+ * the order of the additions, which the reductions' determinism depends on,
+ * so the two must not drift apart. */
+#define EW_SUM(T, NAME)                                                \
+    T NAME(const T *x, int64_t n)                                      \
+    {                                                                  \
+        T acc[EW_LANES] = { 0 };                                       \
+        int64_t i = 0;                                                 \
+        for (; i + EW_LANES <= n; i += EW_LANES)                       \
+            for (int j = 0; j < EW_LANES; j++)                         \
+                acc[j] += x[i + j];                                    \
+        for (int j = 0; i < n; i++, j++)                               \
+            acc[j] += x[i];                                            \
+        for (int w = EW_LANES / 2; w > 0; w /= 2)                      \
+            for (int j = 0; j < w; j++)                                \
+                acc[j] += acc[j + w];                                  \
+        return acc[0];                                                 \
+    }
 
-double ew_sum_f64(const double *x, int64_t n)
-{
-    double acc[EW_LANES] = { 0 };
-    int64_t i = 0;
-    for (; i + EW_LANES <= n; i += EW_LANES)
-        for (int j = 0; j < EW_LANES; j++)
-            acc[j] += x[i + j];
-    for (int j = 0; i < n; i++, j++)
-        acc[j] += x[i];
-    for (int w = EW_LANES / 2; w > 0; w /= 2)
-        for (int j = 0; j < w; j++)
-            acc[j] += acc[j + w];
-    return acc[0];
-}
+EW_SUM(float, ew_sum_f32)
+EW_SUM(double, ew_sum_f64)
 
 struct op_cost ew_cost_scaled(const struct op_call *c, double flops_per_elem)
 {
