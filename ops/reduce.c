@@ -336,6 +336,23 @@ static int reduce_grad_reshape(struct grad_ctx *g, int h, int rank, const int64_
     return g->emit(g, "Reshape", &az, 1, 2, in, 1, out);
 }
 
+/* What every reduction's gradient emitter checks first: 0 when no gradient
+ * is wanted, -1 with a message for an input that is not float/double or
+ * axes that do not resolve, else 1 with the reduced-axes mask. */
+static int reduce_grad_begin(struct grad_ctx *g, int *mask, int *noop)
+{
+    const struct op_call *c = g->fwd;
+    const struct tensor *x = c->in[0];
+    if (g->dy[0] < 0 || !g->need_dx[0])
+        return 0;
+    if (x->dtype != ONNX_DTYPE_FLOAT && x->dtype != ONNX_DTYPE_DOUBLE)
+        return grad_error(g, "only float and double inputs are differentiable, not %s",
+                          onnx_dtype_name(x->dtype));
+    if (reduce_mask(c, mask, noop))
+        return grad_error(g, "%s", c->env && c->env->err ? c->env->err : "bad axes");
+    return 1;
+}
+
 /* ReduceSum and ReduceMean: dy (scaled by 1/count for the mean, while it is
  * still small) is reshaped to the keepdims shape and expanded over the
  * reduced axes. */
@@ -345,13 +362,9 @@ static int reduce_sum_grad(struct grad_ctx *g)
     const struct reduce_params *p = c->params;
     const struct tensor *x = c->in[0];
     int mask[TENSOR_MAX_RANK], noop;
-    if (g->dy[0] < 0 || !g->need_dx[0])
-        return 0;
-    if (x->dtype != ONNX_DTYPE_FLOAT && x->dtype != ONNX_DTYPE_DOUBLE)
-        return grad_error(g, "only float and double inputs are differentiable, not %s",
-                          onnx_dtype_name(x->dtype));
-    if (reduce_mask(c, mask, &noop))
-        return grad_error(g, "%s", c->env && c->env->err ? c->env->err : "bad axes");
+    int rc = reduce_grad_begin(g, mask, &noop);
+    if (rc <= 0)
+        return rc;
     int h = g->dy[0];
     int64_t count = 1, kept[TENSOR_MAX_RANK];
     for (int i = 0; i < x->rank; i++) {
@@ -484,13 +497,9 @@ static int reduce_select_grad(struct grad_ctx *g)
     const struct op_call *c = g->fwd;
     const struct tensor *x = c->in[0];
     int mask[TENSOR_MAX_RANK], noop;
-    if (g->dy[0] < 0 || !g->need_dx[0])
-        return 0;
-    if (x->dtype != ONNX_DTYPE_FLOAT && x->dtype != ONNX_DTYPE_DOUBLE)
-        return grad_error(g, "only float and double inputs are differentiable, not %s",
-                          onnx_dtype_name(x->dtype));
-    if (reduce_mask(c, mask, &noop))
-        return grad_error(g, "%s", c->env && c->env->err ? c->env->err : "bad axes");
+    int rc = reduce_grad_begin(g, mask, &noop);
+    if (rc <= 0)
+        return rc;
     if (noop)
         return g->add_dx(g, 0, g->dy[0]);
     int64_t kept[TENSOR_MAX_RANK];
