@@ -54,6 +54,17 @@ static int check_indices(const struct op_call *c, const struct tensor *idx, int6
     return 0;
 }
 
+/* The kernels' axis, once every index has been checked against its size;
+ * -1 with a message. */
+static int gather_axis_checked(const struct op_call *c)
+{
+    const struct tensor *x = c->in[0];
+    int axis = gather_axis(c, x->rank);
+    if (axis < 0 || check_indices(c, c->in[1], x->dims[axis]))
+        return -1;
+    return axis;
+}
+
 static inline int64_t read_index(const struct tensor *idx, int64_t i, int64_t d)
 {
     int64_t v = idx->dtype == ONNX_DTYPE_INT64 ? ((const int64_t *)idx->data)[i]
@@ -88,12 +99,10 @@ static int gather_infer(struct op_call *c)
 static int gather_cpu(struct op_call *c)
 {
     const struct tensor *x = c->in[0], *idx = c->in[1];
-    int axis = gather_axis(c, x->rank);
+    int axis = gather_axis_checked(c);
     if (axis < 0)
         return -1;
     int64_t d = x->dims[axis];
-    if (check_indices(c, idx, d))
-        return -1;
     size_t esize = onnx_dtype_size(x->dtype);
     int64_t outer = shape_prod(x->dims, 0, axis);
     int64_t inner = shape_prod(x->dims, axis + 1, x->rank);
@@ -177,12 +186,10 @@ static int gather_elements_infer(struct op_call *c)
 static int gather_elements_cpu(struct op_call *c)
 {
     const struct tensor *x = c->in[0], *idx = c->in[1];
-    int axis = gather_axis(c, x->rank);
+    int axis = gather_axis_checked(c);
     if (axis < 0)
         return -1;
     int64_t d = x->dims[axis];
-    if (check_indices(c, idx, d))
-        return -1;
     size_t esize = onnx_dtype_size(x->dtype);
     int rank = x->rank;
     int64_t xs[TENSOR_MAX_RANK];
@@ -299,6 +306,18 @@ static int gather_grad_infer(struct op_call *c)
 
 #define GATHER_GRAD_BLOCK 256
 
+/* What both gradient kernels do first: zero dX (indices scatter-add into
+ * it), then check dY's type and every index against the axis size d. */
+static int gather_grad_begin(struct op_call *c, int64_t d)
+{
+    const struct tensor *dy = c->in[0];
+    struct tensor *y = c->out[0];
+    memset(y->data, 0, tensor_size_bytes(y));
+    if (dy->dtype != ONNX_DTYPE_FLOAT && dy->dtype != ONNX_DTYPE_DOUBLE)
+        return op_error(c, "dy must be float or double, got %s", onnx_dtype_name(dy->dtype));
+    return check_indices(c, c->in[1], d);
+}
+
 static int gather_grad_cpu(struct op_call *c)
 {
     const struct gather_grad_params *p = c->params;
@@ -306,10 +325,7 @@ static int gather_grad_cpu(struct op_call *c)
     struct tensor *y = c->out[0];
     int axis = (int)p->axis;
     int64_t d = y->dims[axis];
-    memset(y->data, 0, tensor_size_bytes(y));
-    if (dy->dtype != ONNX_DTYPE_FLOAT && dy->dtype != ONNX_DTYPE_DOUBLE)
-        return op_error(c, "dy must be float or double, got %s", onnx_dtype_name(dy->dtype));
-    if (check_indices(c, idx, d))
+    if (gather_grad_begin(c, d))
         return -1;
     int64_t outer = shape_prod(y->dims, 0, axis);
     int64_t inner = shape_prod(y->dims, axis + 1, y->rank);
@@ -387,10 +403,7 @@ static int gather_elements_grad_cpu(struct op_call *c)
     struct tensor *y = c->out[0];
     int axis = (int)p->axis, rank = y->rank;
     int64_t d = y->dims[axis];
-    memset(y->data, 0, tensor_size_bytes(y));
-    if (dy->dtype != ONNX_DTYPE_FLOAT && dy->dtype != ONNX_DTYPE_DOUBLE)
-        return op_error(c, "dy must be float or double, got %s", onnx_dtype_name(dy->dtype));
-    if (check_indices(c, idx, d))
+    if (gather_grad_begin(c, d))
         return -1;
     int64_t ys[TENSOR_MAX_RANK], pos[TENSOR_MAX_RANK] = { 0 };
     shape_strides(y, ys);
