@@ -242,19 +242,32 @@ static int nn_geom_is_pointwise(const struct nn_geom *g)
     return 1;
 }
 
+/* The columns of one image and group (cg * K rows of the output size) in
+ * *col, or NULL for a pointwise geometry, whose GEMM reads the image itself;
+ * -1 with a message naming the `what` scratch when there is none. */
+static int conv_col_scratch(const struct op_call *c, const struct nn_geom *g, const char *what,
+                            float **col)
+{
+    const int64_t cg = g->c / g->group, K = nn_geom_k_size(g), outsz = nn_geom_out_size(g);
+    *col = NULL;
+    if (nn_geom_is_pointwise(g))
+        return 0;
+    *col = nn_scratch_alloc(c, sizeof(float) * (size_t)(cg * K * outsz));
+    if (!*col)
+        return op_error(c, "cannot get %lld bytes of %s scratch",
+                        (long long)(sizeof(float) * cg * K * outsz), what);
+    return 0;
+}
+
 int nn_conv_forward_gemm(const struct op_call *c, const struct nn_geom *g,
                          const float *x, const float *w, const float *b, float *y)
 {
     const int64_t cg = g->c / g->group, mg = g->m / g->group;
     const int64_t K = nn_geom_k_size(g), outsz = nn_geom_out_size(g), insz = nn_geom_in_size(g);
     const int pointwise = nn_geom_is_pointwise(g);
-    float *col = NULL;
-    if (!pointwise) {
-        col = nn_scratch_alloc(c, sizeof(float) * (size_t)(cg * K * outsz));
-        if (!col)
-            return op_error(c, "cannot get %lld bytes of im2col scratch",
-                            (long long)(sizeof(float) * cg * K * outsz));
-    }
+    float *col;
+    if (conv_col_scratch(c, g, "im2col", &col))
+        return -1;
     for (int64_t n = 0; n < g->n; n++) {
         for (int64_t gi = 0; gi < g->group; gi++) {
             const float *xg = x + (n * g->c + gi * cg) * insz;
@@ -620,14 +633,11 @@ int nn_conv_backward_data_gemm(const struct op_call *c, const struct nn_geom *g,
     const int64_t cg = g->c / g->group, mg = g->m / g->group;
     const int64_t K = nn_geom_k_size(g), outsz = nn_geom_out_size(g), insz = nn_geom_in_size(g);
     const int pointwise = nn_geom_is_pointwise(g);
-    float *col = NULL;
-    if (!pointwise) {
-        col = nn_scratch_alloc(c, sizeof(float) * (size_t)(cg * K * outsz));
-        if (!col)
-            return op_error(c, "cannot get %lld bytes of col2im scratch",
-                            (long long)(sizeof(float) * cg * K * outsz));
+    float *col;
+    if (conv_col_scratch(c, g, "col2im", &col))
+        return -1;
+    if (!pointwise)
         memset(dx, 0, sizeof(float) * (size_t)(g->n * g->c * insz));
-    }
     for (int64_t n = 0; n < g->n; n++)
         for (int64_t gi = 0; gi < g->group; gi++) {
             const float *dyg = dy + (n * g->m + gi * mg) * outsz;
@@ -652,13 +662,9 @@ int nn_conv_backward_weights_gemm(const struct op_call *c, const struct nn_geom 
     const int64_t cg = g->c / g->group, mg = g->m / g->group;
     const int64_t K = nn_geom_k_size(g), outsz = nn_geom_out_size(g), insz = nn_geom_in_size(g);
     const int pointwise = nn_geom_is_pointwise(g);
-    float *col = NULL;
-    if (!pointwise) {
-        col = nn_scratch_alloc(c, sizeof(float) * (size_t)(cg * K * outsz));
-        if (!col)
-            return op_error(c, "cannot get %lld bytes of im2col scratch",
-                            (long long)(sizeof(float) * cg * K * outsz));
-    }
+    float *col;
+    if (conv_col_scratch(c, g, "im2col", &col))
+        return -1;
     memset(dw, 0, sizeof(float) * (size_t)(g->m * cg * K));
     for (int64_t n = 0; n < g->n; n++)
         for (int64_t gi = 0; gi < g->group; gi++) {
