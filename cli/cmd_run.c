@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "bench/bench.h"
 #include "onnx/onnx.h"
 #include "runtime/dtrexec.h"
 
@@ -43,6 +44,7 @@ struct run_args {
     int verify_remat;
     int measured_costs;
     const char *export_path;       /* dtrexec export: write the step's graph instead of training */
+    const char *plan_path;         /* --plan SCHEDULE.json */
 };
 
 static const char *const optimizer_names[] = { "sgd", "momentum", "adam", "adamw" };
@@ -247,8 +249,7 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
             if ((a->measured_costs = parse_choice(arg, val, costs, 2)) < 0)
                 return -1;
         } else if (!strcmp(arg, "--plan")) {
-            fprintf(stderr, "dtrexec: --plan is not available yet in this version\n");
-            return -1;
+            a->plan_path = val;
         } else {
             fprintf(stderr, "dtrexec: unknown option '%s' (see dtrexec --help)\n", arg);
             return -1;
@@ -426,6 +427,71 @@ static enum dtrx_status train(struct dtrx_session *s, const struct run_args *a)
     return st;
 }
 
+/* A static schedule (--plan): read against the graph it names (relative to
+ * the schedule file), validated and simulated at its budget, lowered to the
+ * runtime's run/recompute/free steps over node names. */
+static int load_plan(const char *path, struct dtrx_plan_step **steps, int *n, size_t *budget, char ***names)
+{
+    char err[1024];
+    struct schedule sched;
+    struct plan_graph g;
+    memset(&g, 0, sizeof g);
+    schedule_init(&sched);
+    /* The graph's file name is in the schedule: a first pass without a
+     * graph is not possible, so read it from the JSON by hand. */
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "dtrexec: %s: cannot open the schedule\n", path);
+        return -1;
+    }
+    static char text[1 << 16];
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[len] = 0;
+    const char *key = strstr(text, "\"file\"");
+    char file[512] = "";
+    if (key && (key = strchr(key + 6, '"'))) {
+        const char *end = strchr(key + 1, '"');
+        if (end && (size_t)(end - key - 1) < sizeof file)
+            memcpy(file, key + 1, (size_t)(end - key - 1));
+    }
+    if (!file[0]) {
+        fprintf(stderr, "dtrexec: %s: the schedule names no graph file (\"graph\": {\"file\": ...})\n", path);
+        return -1;
+    }
+    char graph_path[1024];
+    const char *slash = strrchr(path, '/');
+    if (file[0] == '/' || !slash)
+        snprintf(graph_path, sizeof graph_path, "%s", file);
+    else
+        snprintf(graph_path, sizeof graph_path, "%.*s/%s", (int)(slash - path), path, file);
+    int rc = -1;
+    struct schedule_result res;
+    if (plan_graph_load(graph_path, &g, err, sizeof err) || schedule_load(path, &g, &sched, err, sizeof err) ||
+        schedule_simulate(&g, &sched, sched.budget_bytes, &res, err, sizeof err)) {
+        fprintf(stderr, "dtrexec: %s\n", err);
+        goto done;
+    }
+    *steps = calloc(sched.n_steps + 1, sizeof **steps);
+    *names = calloc(g.n + 1, sizeof **names);
+    if (!*steps || !*names)
+        goto done;
+    for (uint32_t i = 0; i < g.n; i++)
+        (*names)[i] = strdup(g.names[i]);
+    for (uint32_t i = 0; i < sched.n_steps; i++) {
+        const struct schedule_step *st = &sched.steps[i];
+        (*steps)[i].kind = st->kind == SCHEDULE_FREE ? DTRX_PLAN_FREE : st->recompute ? DTRX_PLAN_RECOMPUTE : DTRX_PLAN_RUN;
+        (*steps)[i].node = (*names)[st->node];
+    }
+    *n = (int)sched.n_steps;
+    *budget = sched.budget_bytes;
+    rc = 0;
+done:
+    schedule_free(&sched);
+    plan_graph_free(&g);
+    return rc;
+}
+
 /* A ratio budget is a fraction of the peak of one unbudgeted run or step,
  * measured in a throwaway session so that the real run starts fresh. */
 static enum dtrx_status measure_peak(const struct run_args *a, const struct dtrx_options *base, size_t *peak)
@@ -510,6 +576,20 @@ int cmd_run(int argc, char **argv)
             fprintf(stderr, "budget %.3gx of the unbudgeted peak %zu bytes = %zu bytes\n", a.budget_ratio, peak,
                     opts.budget_bytes);
     }
+    struct dtrx_plan_step *plan = NULL;
+    char **plan_names = NULL;
+    int n_plan = 0;
+    size_t plan_budget = 0;
+    if (a.plan_path) {
+        if (!a.train || load_plan(a.plan_path, &plan, &n_plan, &plan_budget, &plan_names)) {
+            if (!a.train)
+                fprintf(stderr, "dtrexec: --plan needs --train\n");
+            free_run_args(&a);
+            return CLI_EXIT_USAGE;
+        }
+        if (!opts.budget_bytes)
+            opts.budget_bytes = plan_budget;
+    }
     struct dtrx_session *s = NULL;
     st = dtrx_session_create(a.model, &opts, &s);
     if (st) {
@@ -517,7 +597,14 @@ int cmd_run(int argc, char **argv)
         free_run_args(&a);
         return (int)st;
     }
-    st = bind_inputs(s, &a);
+    if (plan && (st = dtrx_session_set_plan(s, plan, n_plan)))
+        fprintf(stderr, "dtrexec: %s\n", dtrx_last_error());
+    for (int i = 0; plan_names && plan_names[i]; i++)
+        free(plan_names[i]);
+    free(plan_names);
+    free(plan);
+    if (!st)
+        st = bind_inputs(s, &a);
     if (!st && a.train)
         st = train(s, &a);
     if (a.export_path)

@@ -157,6 +157,16 @@ enum dtrx_status dtrx_session_get_grad(const struct dtrx_session *s, const char 
  * it as a static graph: node-link JSON in Checkmate's layout, one node per
  * operator call with its measured and modelled cost and output bytes. */
 enum dtrx_status dtrx_session_export_graph(struct dtrx_session *s, const char *path);
+/* Training by a static schedule instead of DTR's heuristic: steps over the
+ * node names `dtrexec export` writes (run, recompute, free). The session
+ * needs a budget; each training step must then call exactly the schedule's
+ * runs, in order, or fail naming the schedule step. */
+enum dtrx_plan_kind { DTRX_PLAN_RUN = 0, DTRX_PLAN_RECOMPUTE = 1, DTRX_PLAN_FREE = 2 };
+struct dtrx_plan_step {
+    int kind;
+    const char *node;
+};
+enum dtrx_status dtrx_session_set_plan(struct dtrx_session *s, const struct dtrx_plan_step *steps, int n);
 /* Writes the model with the current (trained) weights. */
 enum dtrx_status dtrx_session_save(struct dtrx_session *s, const char *path);
 

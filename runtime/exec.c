@@ -122,7 +122,10 @@ enum dtrx_status rt_call_exec(struct dtrx_session *s, struct rt_call *c)
                 memset(a.out[i], 0, sizeof *a.out[i]);
                 s->values[c->out[i]]->dt = DTR_NONE;
             }
-        st = rt_budget_active(s) ? rt_budget_exec(s, c, &call) : exec_unbudgeted(s, c, &call);
+        if (s->plan)
+            st = rt_plan_before_call(s, c);
+        if (!st)
+            st = rt_budget_active(s) ? rt_budget_exec(s, c, &call) : exec_unbudgeted(s, c, &call);
     }
     args_free(&a);
     if (st)

@@ -5,7 +5,8 @@
  * for the calls its gradient emitter issued, "loss[/k]" for the loss;
  * cost_cpu is the measured kernel time in microseconds, cost_flops the cost
  * model's, cost_ram the bytes of its outputs (0 for views, which share their
- * input's memory). A link joins the producer of each input to its consumer;
+ * input's memory); the first node's param_cost holds the bytes that stay
+ * resident all step (weights, inputs, optimizer state). A link joins the producer of each input to its consumer;
  * weights, inputs and constants are not nodes. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,9 +58,12 @@ const char *rt_step_name(struct dtrx_session *s, const struct rt_call *c)
         if (a)
             sn->call_names = a;
         char **b = a ? realloc(sn->names, sizeof *b * (size_t)cap) : NULL;
-        if (!b)
+        if (b)
+            sn->names = b;
+        const struct rt_call **k = b ? realloc(sn->calls, sizeof *k * (size_t)cap) : NULL;
+        if (!k)
             return NULL;
-        sn->names = b;
+        sn->calls = k;
         sn->cap = cap;
     }
     char buf[1024];
@@ -91,6 +95,7 @@ const char *rt_step_name(struct dtrx_session *s, const struct rt_call *c)
         return NULL;
     }
     sn->call_names[sn->n] = cn;
+    sn->calls[sn->n] = c;
     sn->names[sn->n++] = nn;
     return nn;
 }
@@ -110,6 +115,7 @@ void rt_step_names_free(struct dtrx_session *s)
     rt_step_names_reset(s);
     free(s->step_names.call_names);
     free(s->step_names.names);
+    free(s->step_names.calls);
 }
 
 void rt_record_call(struct dtrx_session *s, const struct rt_call *c, const char *name, double seconds)
@@ -174,7 +180,8 @@ static void json_string(FILE *f, const char *str)
     fputc('"', f);
 }
 
-static enum dtrx_status write_graph(const struct rt_recorder *r, const char *model, const char *path)
+static enum dtrx_status write_graph(const struct rt_recorder *r, const char *model, size_t persistent_bytes,
+                                    const char *path)
 {
     FILE *f = fopen(path, "w");
     if (!f)
@@ -186,8 +193,13 @@ static enum dtrx_status write_graph(const struct rt_recorder *r, const char *mod
         const struct rt_node *n = &r->nodes[i];
         fprintf(f, "  {\"id\": %d, \"name\": ", i);
         json_string(f, n->name);
-        fprintf(f, ", \"backward\": %s, \"cost_cpu\": %.3f, \"cost_flops\": %.0f, \"cost_ram\": %zu}%s\n",
-                n->backward ? "true" : "false", 1e6 * n->seconds, n->flops, n->bytes, i + 1 < r->n ? "," : "");
+        fprintf(f, ", \"backward\": %s, \"cost_cpu\": %.3f, \"cost_flops\": %.0f, \"cost_ram\": %zu",
+                n->backward ? "true" : "false", 1e6 * n->seconds, n->flops, n->bytes);
+        /* Weights, inputs and optimizer state stay resident all step: the
+         * first node carries them, as param_cost, so budgets count them. */
+        if (i == 0)
+            fprintf(f, ", \"param_cost\": %zu", persistent_bytes);
+        fprintf(f, "}%s\n", i + 1 < r->n ? "," : "");
     }
     fprintf(f, "],\n\"links\": [\n");
     int first = 1;
@@ -233,7 +245,7 @@ enum dtrx_status dtrx_session_export_graph(struct dtrx_session *s, const char *p
     if (!st && !r.n)
         st = rt_fail(DTRX_ERR_INPUT, "the training step ran no operator");
     if (!st)
-        st = write_graph(&r, s->model->path ? s->model->path : "model", path);
+        st = write_graph(&r, s->model->path ? s->model->path : "model", s->stats.pinned_bytes, path);
     recorder_free(&r);
     return st;
 }

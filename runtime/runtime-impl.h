@@ -118,6 +118,7 @@ struct rt_step_names {
     int n, cap;
     char **call_names;
     char **names;
+    const struct rt_call **calls;
 };
 
 struct rt_dim_binding {
@@ -154,6 +155,7 @@ struct dtrx_session {
     struct rt_budget budget;
     struct rt_recorder *recorder;
     struct rt_step_names step_names;
+    struct rt_plan *plan;          /* a static schedule to follow (planned.c) */
     FILE *trace;
     uint64_t trace_next_id;
     int trace_started;             /* a run has begun: new constants are logged at once */
@@ -198,6 +200,13 @@ void rt_record_call(struct dtrx_session *s, const struct rt_call *c, const char 
 const char *rt_step_name(struct dtrx_session *s, const struct rt_call *c);
 void rt_step_names_reset(struct dtrx_session *s);
 void rt_step_names_free(struct dtrx_session *s);
+
+/* Following a static schedule (planned.c). */
+struct rt_plan;
+enum dtrx_status rt_plan_before_call(struct dtrx_session *s, const struct rt_call *c);
+enum dtrx_status rt_plan_step_end(struct dtrx_session *s);
+void rt_plan_step_begin(struct dtrx_session *s);
+void rt_plan_free(struct dtrx_session *s);
 
 /* The op log (trace.c). */
 enum dtrx_status rt_trace_open(struct dtrx_session *s, const char *path);

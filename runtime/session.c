@@ -128,6 +128,7 @@ void dtrx_session_destroy(struct dtrx_session *s)
     rt_train_free(s);
     rt_budget_free(s);
     rt_step_names_free(s);
+    rt_plan_free(s);
     rt_trace_close(s);
     for (int i = 0; s->output_host && i < s->n_outputs; i++)
         free(s->output_host[i]);

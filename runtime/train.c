@@ -448,6 +448,7 @@ static enum dtrx_status forward_backward(struct dtrx_session *s, double *loss)
         s->values[i]->grad = -1;
         s->values[i]->grad_refs = 0;
     }
+    rt_plan_step_begin(s);
     enum dtrx_status st = rt_forward(s, 1);
     if (st)
         return st;
@@ -471,6 +472,8 @@ static enum dtrx_status forward_backward(struct dtrx_session *s, double *loss)
         st = backward_call(s, t->emitted[k]);
     for (int k = s->n_calls - 1; k >= 0 && !st; k--)
         st = backward_call(s, &s->calls[k]);
+    if (!st)
+        st = rt_plan_step_end(s);
     return st;
 }
 

@@ -1,0 +1,129 @@
+/* runtime/planned.c — training by a static schedule (--plan) instead of
+ * DTR's heuristic. The schedule is a list of run / recompute / free steps
+ * over the names `dtrexec export` gives the step's calls. The step runs
+ * under a DTR instance as usual; before each call the schedule's frees that
+ * come before its run are applied (the named nodes' outputs are evicted),
+ * and recomputations happen when the next call needs an evicted value —
+ * which is where the schedule puts them. A call that is not the schedule's
+ * next run is an error naming the schedule step. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/runtime-impl.h"
+
+struct rt_plan {
+    int n;
+    int *kind;                     /* enum dtrx_plan_kind */
+    char **node;
+    int cursor;
+    long long plan_evictions;
+};
+
+void rt_plan_free(struct dtrx_session *s)
+{
+    struct rt_plan *p = s->plan;
+    if (!p)
+        return;
+    for (int i = 0; i < p->n; i++)
+        free(p->node[i]);
+    free(p->node);
+    free(p->kind);
+    free(p);
+    s->plan = NULL;
+}
+
+enum dtrx_status dtrx_session_set_plan(struct dtrx_session *s, const struct dtrx_plan_step *steps, int n)
+{
+    if (!s->arena.budget_bytes)
+        return rt_fail(DTRX_ERR_INPUT, "a schedule needs a memory budget (its budget_bytes, or --budget)");
+    rt_plan_free(s);
+    struct rt_plan *p = calloc(1, sizeof *p);
+    if (!p || !(p->kind = calloc((size_t)n + 1, sizeof *p->kind)) ||
+        !(p->node = calloc((size_t)n + 1, sizeof *p->node))) {
+        if (p)
+            free(p->kind);
+        free(p);
+        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+    }
+    s->plan = p;
+    for (int i = 0; i < n; i++) {
+        p->kind[i] = steps[i].kind;
+        if (!(p->node[i] = strdup(steps[i].node ? steps[i].node : ""))) {
+            p->n = i;
+            rt_plan_free(s);
+            return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        }
+        p->n = i + 1;
+    }
+    return DTRX_OK;
+}
+
+/* Evicts the outputs of the step's call named `node`, when resident and
+ * evictable (a value a running call holds stays). */
+static void free_node(struct dtrx_session *s, const char *node)
+{
+    struct rt_step_names *sn = &s->step_names;
+    for (int i = sn->n - 1; i >= 0; i--) {
+        if (strcmp(sn->names[i], node))
+            continue;
+        const struct rt_call *c = sn->calls[i];
+        for (int k = 0; k < c->n_out; k++) {
+            if (c->out[k] < 0 || s->values[c->out[k]]->dt == DTR_NONE)
+                continue;
+            dtr_storage st = dtr_tensor_storage(s->budget.dtr, s->values[c->out[k]]->dt);
+            if (dtr_storage_is_evictable(s->budget.dtr, st) && !dtr_storage_evict(s->budget.dtr, st))
+                s->plan->plan_evictions++;
+        }
+        return;
+    }
+}
+
+enum dtrx_status rt_plan_before_call(struct dtrx_session *s, const struct rt_call *c)
+{
+    struct rt_plan *p = s->plan;
+    if (!p || !rt_budget_active(s) || !c->n_out)
+        return DTRX_OK;   /* optimizer updates are outside the schedule */
+    const char *name = rt_step_name(s, c);
+    if (!name)
+        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+    for (; p->cursor < p->n; p->cursor++) {
+        if (p->kind[p->cursor] == DTRX_PLAN_FREE) {
+            free_node(s, p->node[p->cursor]);
+            continue;
+        }
+        if (p->kind[p->cursor] == DTRX_PLAN_RECOMPUTE)
+            continue;   /* DTR recomputes it when the next call needs it */
+        if (strcmp(p->node[p->cursor], name))
+            return rt_fail(DTRX_ERR_INPUT,
+                           "schedule step %d runs '%s', but the training step's next call is '%s' "
+                           "(was the schedule made for this model's exported graph?)",
+                           p->cursor, p->node[p->cursor], name);
+        p->cursor++;
+        return DTRX_OK;
+    }
+    return rt_fail(DTRX_ERR_INPUT, "the schedule ends before the training step's call '%s'", name);
+}
+
+/* The schedule's trailing frees, and the check that it ran every step. */
+enum dtrx_status rt_plan_step_end(struct dtrx_session *s)
+{
+    struct rt_plan *p = s->plan;
+    if (!p || !rt_budget_active(s))
+        return DTRX_OK;
+    for (; p->cursor < p->n; p->cursor++) {
+        if (p->kind[p->cursor] == DTRX_PLAN_FREE)
+            free_node(s, p->node[p->cursor]);
+        else if (p->kind[p->cursor] == DTRX_PLAN_RUN)
+            return rt_fail(DTRX_ERR_INPUT, "schedule step %d runs '%s', which the training step never calls",
+                           p->cursor, p->node[p->cursor]);
+    }
+    return DTRX_OK;
+}
+
+void rt_plan_step_begin(struct dtrx_session *s)
+{
+    if (!s->plan)
+        return;
+    s->plan->cursor = 0;
+    rt_step_names_reset(s);
+}
