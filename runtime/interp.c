@@ -55,17 +55,19 @@ enum dtrx_status rt_value_alloc(struct dtrx_session *s, struct rt_value *v)
 {
     size_t bytes = tensor_size_bytes(&v->t);
     struct rt_storage *st = calloc(1, sizeof *st);
-    /* Under a budget only persistent tensors come here: they go high. */
-    void *data = st ? arena_alloc_high(&s->arena, bytes, NULL) : NULL;
+    /* Under a budget only persistent tensors come here: they go high, and
+     * one made during a step (drawn targets) may evict to fit. */
+    void *data = !st ? NULL : rt_budget_active(s) ? rt_budget_scratch_alloc(s, bytes) : arena_alloc_high(&s->arena, bytes, NULL);
     if (!data) {
         free(st);
+        /* While the plan is built everything in the arena is pinned. */
+        size_t pinned = s->stats.pinned_bytes ? s->stats.pinned_bytes : s->arena.in_use_bytes;
         if (s->arena.budget_bytes)
             return rt_fail(DTRX_ERR_BUDGET,
                            "budget of %zu bytes is infeasible: '%s' needs %zu bytes that are never evicted, "
                            "with %zu bytes already pinned (weights, inputs, optimizer state); the budget must "
                            "be above %zu bytes plus the largest operator call",
-                           s->arena.budget_bytes, v->name, arena_rounded(bytes), s->arena.in_use_bytes,
-                           s->arena.in_use_bytes + arena_rounded(bytes));
+                           s->arena.budget_bytes, v->name, arena_rounded(bytes), pinned, pinned + arena_rounded(bytes));
         return rt_fail(DTRX_ERR_BUDGET, "out of memory allocating %zu bytes for '%s' (%zu bytes in use)",
                        bytes, v->name, s->arena.in_use_bytes);
     }

@@ -75,6 +75,8 @@ struct rt_train {
     int n_params;
     int *params;                   /* value ids of trainable initializers */
     int *state;                    /* 2 optimizer-state value ids per parameter, -1 unused */
+    int *first_use;                /* per value id present at train_begin: first call reading it, -1 */
+    size_t grad_bytes;             /* all parameters' gradients */
     int64_t step;
     int labels;                    /* value id of the targets, -1 until set or drawn */
     int loss;                      /* value id of the last loss */

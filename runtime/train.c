@@ -90,6 +90,18 @@ enum dtrx_status dtrx_session_train_begin(struct dtrx_session *s, const struct d
             if (k < n_state && t->state[2 * p + k] < 0)
                 return DTRX_ERR_BUDGET;   /* rt_persistent_new said why */
         }
+    /* For each parameter, the first call that reads it (pin_final_grads). */
+    t->first_use = malloc(sizeof(int) * (size_t)(s->n_values + 1));
+    if (!t->first_use)
+        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+    for (int i = 0; i < s->n_values; i++)
+        t->first_use[i] = -1;
+    for (int k = s->n_calls - 1; k >= 0; k--)
+        for (int i = 0; i < s->calls[k].n_in; i++)
+            if (s->calls[k].in[i] >= 0)
+                t->first_use[s->calls[k].in[i]] = k;
+    for (int p = 0; p < t->n_params; p++)
+        t->grad_bytes += arena_rounded(tensor_size_bytes(&s->values[t->params[p]]->t));
     s->stats.pinned_bytes = s->arena.in_use_bytes;
     t->base_values = s->n_values;
     t->active = 1;
@@ -102,6 +114,7 @@ void rt_train_free(struct dtrx_session *s)
     free(s->train.emitted);
     free(s->train.params);
     free(s->train.state);
+    free(s->train.first_use);
 }
 
 /* Persistent tensors set outside a step (labels, loss weights) are
@@ -425,6 +438,36 @@ done:
     return st;
 }
 
+/* A parameter's gradient is final once the backward pass has passed the
+ * first call that reads the parameter. Final gradients are pinned, as
+ * PyTorch keeps .grad: the update runs after the whole backward pass, and a
+ * gradient recomputed after an update would see the new weights. Pinning
+ * each as soon as it is final, rather than all at the end, spares
+ * recomputing them. */
+static enum dtrx_status pin_final_grads(struct dtrx_session *s, int call_index)
+{
+    struct rt_train *t = &s->train;
+    if (!rt_budget_active(s))
+        return DTRX_OK;
+    const struct rt_call *c = &s->calls[call_index];
+    for (int i = 0; i < c->n_in; i++) {
+        if (c->in[i] < 0)
+            continue;
+        struct rt_value *v = s->values[c->in[i]];
+        if (v->kind != RT_VALUE_INITIALIZER || v->grad < 0 || t->first_use[c->in[i]] != call_index)
+            continue;
+        enum dtrx_status st = rt_budget_pin(s, s->values[v->grad]);
+        if (st) {
+            char why[1024];
+            snprintf(why, sizeof why, "%s", dtrx_last_error());
+            return rt_fail(st, "budget of %zu bytes is infeasible: the gradient of '%s' must stay resident until "
+                           "the update (like every parameter's, %zu bytes in all) and cannot be: %s",
+                           s->arena.budget_bytes, v->name, t->grad_bytes, why);
+        }
+    }
+    return DTRX_OK;
+}
+
 static enum dtrx_status read_loss(struct dtrx_session *s, int id, double *loss)
 {
     struct tensor t = s->values[id]->t;
@@ -470,8 +513,11 @@ static enum dtrx_status forward_backward(struct dtrx_session *s, double *loss)
     int n_loss_calls = t->n_emitted;
     for (int k = n_loss_calls - 1; k >= 0 && !st; k--)
         st = backward_call(s, t->emitted[k]);
-    for (int k = s->n_calls - 1; k >= 0 && !st; k--)
+    for (int k = s->n_calls - 1; k >= 0 && !st; k--) {
         st = backward_call(s, &s->calls[k]);
+        if (!st)
+            st = pin_final_grads(s, k);
+    }
     if (!st)
         st = rt_plan_step_end(s);
     return st;
@@ -523,13 +569,6 @@ enum dtrx_status dtrx_session_train_step(struct dtrx_session *s, double *loss)
     double t0 = rt_now_seconds();
     double l = 0;
     enum dtrx_status st = forward_backward(s, &l);
-    /* Every gradient is made resident before the first weight changes: a
-     * gradient recomputed after an update would see the new weights. */
-    for (int p = 0; p < s->train.n_params && !st; p++) {
-        int g = s->values[s->train.params[p]]->grad;
-        if (g >= 0)
-            st = rt_budget_pin(s, s->values[g]);
-    }
     if (!st) {
         s->train.step++;
         for (int p = 0; p < s->train.n_params && !st; p++)
