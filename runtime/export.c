@@ -157,6 +157,29 @@ void rt_record_call(struct dtrx_session *s, const struct rt_call *c, const char 
     n->flops = c->cost_flops;
     for (int i = 0; i < c->n_in; i++)
         n->inputs[n->n_in++] = c->in[i] >= 0 ? r->producer[c->in[i]] : -1;
+    /* Control links, so that every schedule runs the calls of one gradient
+     * in the order the emitter issues them: the loss's gradient after the
+     * loss (it starts from the seed 1, not from the loss's output), and each
+     * <node>/grad/k after the call before it in the same group. */
+    const char *grad = strstr(name, "/grad");
+    if (grad && !c->node) {
+        char base[1024];
+        snprintf(base, sizeof base, "%.*s", (int)(grad - name), name);
+        int is_loss_grad = is_numbered(base, "loss");
+        char group[1024];
+        snprintf(group, sizeof group, "%s/grad", base);
+        for (int i = r->n - 1; i >= 0; i--) {
+            int same_group = is_numbered(r->nodes[i].name, group);
+            if (!same_group && !(is_loss_grad && !strcmp(r->nodes[i].name, base)))
+                continue;
+            int *grown = realloc(n->inputs, sizeof(int) * (size_t)(n->n_in + 1));
+            if (grown) {
+                n->inputs = grown;
+                n->inputs[n->n_in++] = i;
+            }
+            break;
+        }
+    }
     for (int i = 0; i < c->n_out; i++)
         if (c->out[i] >= 0) {
             if (!(c->def->alias && i == 0))
