@@ -128,6 +128,55 @@ def adamw(p, g, lr, wd, b1=0.9, b2=0.999, eps=1e-8, step=1):
     return out
 
 
+def optimizer_steps(p, x, labels, grads, steps, opt):
+    """`steps` updates of p with the optimizer described by opt (PyTorch's
+    formulas; HuggingFace's AdamW when opt['hf'])."""
+    lr, wd, mu = opt["lr"], opt.get("wd", 0.0), opt.get("momentum", 0.9)
+    b1, b2, eps = 0.9, 0.999, 1e-8
+    state = {k: [np.zeros_like(v), np.zeros_like(v)] for k, v in p.items()}
+    for t in range(1, steps + 1):
+        g = grads(p, x, labels)
+        for k in p:
+            w, m, v = p[k], state[k][0], state[k][1]
+            if opt["name"] == "momentum":
+                d = g[k] + wd * w
+                m[...] = mu * m + d
+                p[k] = w - lr * (d + mu * m if opt.get("nesterov") else m)
+            elif opt["name"] == "adam":
+                d = g[k] + wd * w
+                m[...] = b1 * m + (1 - b1) * d
+                v[...] = b2 * v + (1 - b2) * d * d
+                p[k] = w - lr / (1 - b1 ** t) * m / (np.sqrt(v) / np.sqrt(1 - b2 ** t) + eps)
+            elif opt["name"] == "adamw-hf":
+                m[...] = b1 * m + (1 - b1) * g[k]
+                v[...] = b2 * v + (1 - b2) * g[k] * g[k]
+                w = w - lr * np.sqrt(1 - b2 ** t) / (1 - b1 ** t) * m / (np.sqrt(v) + eps)
+                p[k] = w - lr * wd * w
+    return p
+
+
+def multi_step(dtrexec, tmp, opt, args):
+    """Three steps of the MLP with momentum / Adam / HuggingFace AdamW against
+    the same updates in numpy (float64), the gradients recomputed at each
+    step's weights."""
+    rng = np.random.default_rng(3)
+    path, p, x, labels, grads = mlp(tmp, rng)
+    np.save(os.path.join(tmp, "x.npy"), x)
+    np.save(os.path.join(tmp, "y.npy"), labels)
+    out = os.path.join(tmp, "out.onnx")
+    run(dtrexec, [path, "--input", "x=" + os.path.join(tmp, "x.npy"), "--labels", os.path.join(tmp, "y.npy"),
+                  "--train", "--steps", "3", "--lr", str(opt["lr"]), "--save", out, "--quiet"] + args)
+    want = optimizer_steps({k: v.astype(np.float64) for k, v in p.items()}, x.astype(np.float64), labels, grads, 3, opt)
+    got = saved_weights(out)
+    for k in p:
+        diff = np.abs(got[k].astype(np.float64) - want[k])
+        tol = 1e-6 + 1e-5 * np.abs(want[k])
+        if (diff > tol).any():
+            i = np.unravel_index(np.argmax(diff - tol), diff.shape)
+            raise SystemExit(f"FAIL: {opt['name']} {k}{list(i)}: dtrexec {got[k][i]!r}, numpy {want[k][i]!r}")
+    print(f"PASS: three {opt['name']}{' (nesterov)' if opt.get('nesterov') else ''} steps match numpy")
+
+
 # ---- models ----------------------------------------------------------------------
 
 def mlp(tmp, rng):
@@ -265,6 +314,14 @@ CASES = {
     "adamw-mlp": lambda d, t: one_step(d, t, mlp, "adamw"),
     "sgd-cnn": lambda d, t: one_step(d, t, cnn, "sgd"),
     "adamw-cnn": lambda d, t: one_step(d, t, cnn, "adamw"),
+    "momentum-nesterov": lambda d, t: multi_step(d, t, {"name": "momentum", "lr": 0.05, "nesterov": 1, "wd": 0.01},
+                                                 ["--optimizer", "momentum", "--nesterov", "--momentum", "0.9",
+                                                  "--weight-decay", "0.01"]),
+    "adam-l2": lambda d, t: multi_step(d, t, {"name": "adam", "lr": 0.01, "wd": 0.01},
+                                       ["--optimizer", "adam", "--weight-decay", "0.01"]),
+    "adamw-hf": lambda d, t: multi_step(d, t, {"name": "adamw-hf", "lr": 0.01, "wd": 0.05},
+                                        ["--optimizer", "adamw", "--weight-decay", "0.05",
+                                         "--adam-bias-correction", "hf"]),
     "converges": converges,
     "deterministic": deterministic,
     "saved-model": saved_model,
