@@ -13,6 +13,7 @@ struct arena_block {
     int is_free;
     void *owner;
     struct arena_block *prev, *next;       /* address order */
+    struct arena_block *free_prev, *free_next; /* the free list (free blocks only) */
     struct arena_block *hash_next;          /* bucket chain of used blocks / unlimited allocations */
     void *ptr;                              /* unlimited mode: the backend allocation */
     double window_cost;                     /* scratch of arena_find_window */
@@ -43,6 +44,28 @@ size_t arena_rounded(size_t bytes)
 
 static struct arena_block *block_new(void) { return calloc(1, sizeof(struct arena_block)); }
 
+/* Free blocks are also on a list of their own, so that a search for a hole
+ * looks at the few holes rather than at every block. */
+static void free_list_add(struct arena *a, struct arena_block *b)
+{
+    b->free_prev = NULL;
+    b->free_next = a->free_head;
+    if (a->free_head)
+        a->free_head->free_prev = b;
+    a->free_head = b;
+}
+
+static void free_list_remove(struct arena *a, struct arena_block *b)
+{
+    if (b->free_prev)
+        b->free_prev->free_next = b->free_next;
+    else
+        a->free_head = b->free_next;
+    if (b->free_next)
+        b->free_next->free_prev = b->free_prev;
+    b->free_prev = b->free_next = NULL;
+}
+
 int arena_init(struct arena *a, const struct backend *backend, size_t budget_bytes)
 {
     memset(a, 0, sizeof *a);
@@ -66,6 +89,7 @@ int arena_init(struct arena *a, const struct backend *backend, size_t budget_byt
     a->blocks->size = a->budget_bytes;
     a->blocks->is_free = 1;
     a->n_blocks = 1;
+    free_list_add(a, a->blocks);
     return 0;
 }
 
@@ -164,8 +188,8 @@ static void *alloc_budgeted(struct arena *a, size_t need, void *owner, int high)
      * blocks pile up at the top instead of filling holes among activations,
      * where they would split the space compaction can join. */
     struct arena_block *best = NULL;
-    for (struct arena_block *b = a->blocks; b; b = b->next)
-        if (b->is_free && b->size >= need && (high || !best || b->size < best->size)) {
+    for (struct arena_block *b = a->free_head; b; b = b->free_next)
+        if (b->size >= need && (high ? !best || b->offset > best->offset : !best || b->size < best->size)) {
             best = b;
             if (b->size == need && !high)
                 break;
@@ -200,7 +224,9 @@ static void *alloc_budgeted(struct arena *a, size_t need, void *owner, int high)
         }
         best->size = need;
         a->n_blocks++;
+        free_list_add(a, rest);
     }
+    free_list_remove(a, best);
     best->is_free = 0;
     best->owner = owner;
     hash_put(a, best);
@@ -212,9 +238,11 @@ static void *alloc_budgeted(struct arena *a, size_t need, void *owner, int high)
     return a->base + best->offset;
 }
 
+/* b and the free block after it become one (b stays on the free list). */
 static void merge_next(struct arena *a, struct arena_block *b)
 {
     struct arena_block *n = b->next;
+    free_list_remove(a, n);
     b->size += n->size;
     b->next = n->next;
     if (n->next)
@@ -240,6 +268,7 @@ void arena_free(struct arena *a, void *ptr)
     }
     b->is_free = 1;
     b->owner = NULL;
+    free_list_add(a, b);
     if (b->next && b->next->is_free)
         merge_next(a, b);
     if (b->prev && b->prev->is_free)
@@ -257,8 +286,8 @@ size_t arena_largest_free(const struct arena *a)
     if (!a->budget_bytes)
         return SIZE_MAX;
     size_t best = 0;
-    for (struct arena_block *b = a->blocks; b; b = b->next)
-        if (b->is_free && b->size > best)
+    for (struct arena_block *b = a->free_head; b; b = b->free_next)
+        if (b->size > best)
             best = b->size;
     return best;
 }
@@ -363,6 +392,7 @@ int arena_compact(struct arena *a, arena_movable_fn movable, arena_moved_fn move
     *tail = NULL;
     struct arena_block *head = NULL, *prev = NULL;
     size_t at = 0, count = 0, next_gap = 0;
+    a->free_head = NULL;
     for (struct arena_block *b = used, *n;; b = n) {
         size_t end = b ? b->offset : a->budget_bytes;
         if (end > at) {
@@ -370,6 +400,7 @@ int arena_compact(struct arena *a, arena_movable_fn movable, arena_moved_fn move
             gap->offset = at;
             gap->size = end - at;
             gap->is_free = 1;
+            free_list_add(a, gap);
             gap->prev = prev;
             if (prev)
                 prev->next = gap;

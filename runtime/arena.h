@@ -33,6 +33,7 @@ struct arena {
     size_t high_water_offset;       /* budgeted: highest end offset ever used */
     char *base;                     /* budgeted: the one block */
     struct arena_block *blocks;     /* budgeted: all blocks in address order */
+    struct arena_block *free_head;  /* budgeted: the free blocks */
     struct arena_hash *hash;        /* used blocks by address */
     size_t n_blocks;
     /* Fill every allocation with 0xff bytes (NaN as float): a kernel that
