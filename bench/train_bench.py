@@ -6,7 +6,8 @@ weights, batch, loss, optimizer and thread count, in one run.
         python3 bench/train_bench.py [--dtrexec build/dtrexec] [--threads 2]
             [--cases resnet50:8,transformer:8] [--size S] [--seq L] [--layers K]
             [--steps 3] [--warmup 1] [--rounds 3] [--lr 0.01]
-            [--policies default,passive] [--json OUT.json] [--tiny]
+            [--policies default,passive] [--set KEY=VALUE] [--json OUT.json]
+            [--tiny]
 
 Needs PyTorch (`pip install torch`, CPU use; torchvision optional). It is a
 benchmark dependency only: never in scripts/setup.sh or CI.
@@ -548,6 +549,8 @@ def main():
     ap.add_argument("--size", type=int, help="image resolution (resnet)")
     ap.add_argument("--seq", type=int, help="sequence length (transformer)")
     ap.add_argument("--layers", type=int, help="encoder layers (transformer)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="other generator parameters, as make.py --set (e.g. gelu=op for the transformer)")
     ap.add_argument("--tiny", action="store_true", help="tiny configurations (a smoke test, not a benchmark)")
     ap.add_argument("--seed", type=int, default=0, help="weights seed")
     ap.add_argument("--no-profile-memory", action="store_true",
@@ -593,6 +596,13 @@ def main():
     for name, batch in cases:
         overrides = {k: getattr(args, k) for k in ("size", "seq", "layers")
                      if getattr(args, k) is not None and k in make.config(name, args.tiny)}
+        for item in args.set:
+            k, eq, v = item.partition("=")
+            if not eq:
+                print(f"train_bench: --set expects KEY=VALUE, got '{item}'", file=sys.stderr)
+                return 1
+            if k in make.config(name, args.tiny):
+                overrides[k] = make._parse_value(v)
         cfg = make.config(name, args.tiny, **overrides)
         path = model_file(args.work_dir, name, batch, args.tiny, args.seed, overrides)
         wd = tempfile.mkdtemp(prefix=f"train-{name}-", dir=args.work_dir)
