@@ -569,14 +569,17 @@ const char *nn_conv_dnnl_impl(const struct nn_geom *g, int has_bias, int blocked
  * im2col+sgemm / plain / blocked) 32x112x112 0.94/2.42/0.46, 144x56x56
  * 1.25/3.03/0.67, 576x14x14 0.91/0.85/0.11, 960x7x7 1.01/0.56/0.07 — oneDNN's
  * plain-layout path has no depthwise kernel, its blocked one does. */
-/* Blocked layouts need reorder buffers as large as the activations, which
- * a memory budget must hold beside the call's inputs and outputs; measured
- * on whole ResNet-50 steps they buy nothing over the plain layout (batch 1
- * inference 82.5 vs 83.6 ms, batch 4 at 112x112 training 379 vs 382 ms, one
- * thread), so only grouped convolutions (4-14x faster blocked) use them. */
+/* oneDNN's blocked layouts for grouped convolutions and for spatial kernels
+ * with at least 196 output positions (14x14), the plain layout otherwise.
+ * Blocked needs reorder buffers about as large as the activations, which a
+ * budget must hold beside them, but it is much faster: ResNet-50, one
+ * thread, training step at batch 4 and 112x112: 550 ms blocked vs 810 ms
+ * plain; inference at batch 1: 95-98 vs 103-133 ms (ops-nn measurements per
+ * shape are above conv_bwd_* below). The choice depends on shapes only, so
+ * a recomputation takes the same path. */
 static int conv_use_blocked(const struct nn_geom *g)
 {
-    return g->group > 1;
+    return g->group > 1 || (nn_geom_k_size(g) > 1 && g->n * nn_geom_out_size(g) >= 196);
 }
 
 int nn_conv_forward(const struct op_call *c, const struct nn_geom *g,
