@@ -525,9 +525,11 @@ static enum dtrx_status forward_backward(struct dtrx_session *s, double *loss)
 
 enum dtrx_status dtrx_session_backward(struct dtrx_session *s, double *loss)
 {
-    double t0 = rt_now_seconds();
+    double t0 = rt_now_seconds(), compute0 = s->stats.total_compute;
     double l = 0;
     enum dtrx_status st = forward_backward(s, &l);
+    /* First executions only: recomputation is counted in remat_compute. */
+    s->stats.baseline_compute = s->stats.total_compute - compute0;
     if (loss)
         *loss = l;
     return st ? st : rt_record_step(s, rt_now_seconds() - t0, l);
@@ -566,7 +568,7 @@ static enum dtrx_status emit_update(struct dtrx_session *s, int p)
 
 enum dtrx_status dtrx_session_train_step(struct dtrx_session *s, double *loss)
 {
-    double t0 = rt_now_seconds();
+    double t0 = rt_now_seconds(), compute0 = s->stats.total_compute;
     double l = 0;
     enum dtrx_status st = forward_backward(s, &l);
     if (!st) {
@@ -574,6 +576,8 @@ enum dtrx_status dtrx_session_train_step(struct dtrx_session *s, double *loss)
         for (int p = 0; p < s->train.n_params && !st; p++)
             st = emit_update(s, p);
     }
+    /* The step's compute without recomputation (remat_compute holds that). */
+    s->stats.baseline_compute = s->stats.total_compute - compute0;
     if (loss)
         *loss = l;
     return st ? st : rt_record_step(s, rt_now_seconds() - t0, l);
