@@ -9,9 +9,16 @@
 #define DTRX_BENCH_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "dtr/dtr.h"
+
+/* Text helpers shared by the CSV and SVG writers (plot.c): XML-escaped text,
+ * a CSV field quoted when it must be, a round axis step for a range. */
+void bench_xml_text(FILE *f, const char *s);
+void bench_csv_field(FILE *f, const char *s);
+double bench_nice_step(double range);
 
 /* ======================================================================
  * Simulator: programs from traces and graphs, replay under DTR, sweeps.

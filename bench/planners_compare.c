@@ -10,21 +10,6 @@
 
 #include "bench/bench.h"
 
-static void csv_text(FILE *f, const char *s)
-{
-    if (!strpbrk(s, ",\"\n")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 int compare_write_csv(const char *path, const struct compare_row *rows, size_t n, char *err, size_t err_size)
 {
     FILE *f = fopen(path, "w");
@@ -35,9 +20,9 @@ int compare_write_csv(const char *path, const struct compare_row *rows, size_t n
     fprintf(f, "model,method,kind,ratio,budget_bytes,outcome,overhead,peak_bytes,solve_s,gap\n");
     for (size_t i = 0; i < n; i++) {
         const struct compare_row *r = &rows[i];
-        csv_text(f, r->model);
+        bench_csv_field(f, r->model);
         fputc(',', f);
-        csv_text(f, r->method);
+        bench_csv_field(f, r->method);
         fprintf(f, ",%s,%.6g,%llu,%s,", r->is_solver ? "solver" : "dtr", r->ratio, (unsigned long long)r->budget_bytes,
                 r->outcome);
         if (r->ok)
@@ -67,25 +52,6 @@ static const char *const colors[] = {
 #define MARGIN_R 16
 #define MARGIN_T 34
 #define MARGIN_B 46
-
-static void xml_text(FILE *f, const char *s)
-{
-    for (; *s; s++)
-        if (*s == '<')
-            fputs("&lt;", f);
-        else if (*s == '>')
-            fputs("&gt;", f);
-        else if (*s == '&')
-            fputs("&amp;", f);
-        else
-            fputc(*s, f);
-}
-
-static double nice_step(double range)
-{
-    double raw = range / 5, mag = pow(10, floor(log10(raw))), r = raw / mag;
-    return (r < 1.5 ? 1 : r < 3.5 ? 2 : r < 7.5 ? 5 : 10) * mag;
-}
 
 int compare_write_svg(const char *path, const struct compare_row *rows, size_t n, char *err, size_t err_size)
 {
@@ -130,7 +96,7 @@ int compare_write_svg(const char *path, const struct compare_row *rows, size_t n
         xmax = fmax(xmax, 1.0);
         if (!(xmax > xmin))
             xmin = xmax - 1;
-        double ystep = nice_step(fmax(ymax - 1.0, 0.05) * 1.1);
+        double ystep = bench_nice_step(fmax(ymax - 1.0, 0.05) * 1.1);
         double ytop = 1.0 + ceil((ymax - 1.0) * 1.1 / ystep + 1e-9) * ystep;
         if (ytop <= 1.0)
             ytop = 1.0 + ystep;
@@ -138,7 +104,7 @@ int compare_write_svg(const char *path, const struct compare_row *rows, size_t n
 #define PY(y) (oy + MARGIN_T + ph - ((y) - 1.0) / (ytop - 1.0) * ph)
         fprintf(f, "<g>\n<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" font-size=\"13\">", ox + MARGIN_L + pw / 2.0,
                 oy + MARGIN_T - 14);
-        xml_text(f, models[m]);
+        bench_xml_text(f, models[m]);
         fprintf(f, "</text>\n<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#444\"/>\n",
                 ox + MARGIN_L, oy + MARGIN_T, pw, ph);
         for (double y = 1.0; y <= ytop + 1e-9; y += ystep)
@@ -167,7 +133,7 @@ int compare_write_svg(const char *path, const struct compare_row *rows, size_t n
                 if (!strcmp(rows[i].model, models[m]) && !strcmp(rows[i].method, methods[h]) && rows[i].ok)
                     fprintf(f, "%.1f,%.1f ", PX(rows[i].ratio), PY(rows[i].overhead));
             fprintf(f, "\"><title>");
-            xml_text(f, methods[h]);
+            bench_xml_text(f, methods[h]);
             fprintf(f, "</title></polyline>\n");
             for (size_t i = 0; i < n; i++) {
                 const struct compare_row *r = &rows[i];
@@ -177,15 +143,15 @@ int compare_write_svg(const char *path, const struct compare_row *rows, size_t n
                 if (r->ok) {
                     fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.6\" fill=\"%s\"><title>", x, PY(r->overhead),
                             colors[h]);
-                    xml_text(f, r->method);
+                    bench_xml_text(f, r->method);
                     fprintf(f, " %.3f: %.4f</title></circle>\n", r->ratio, r->overhead);
                 } else {
                     double y = oy + MARGIN_T + 5 + 4 * h;
                     fprintf(f, "<path d=\"M%.1f %.1f l6 6 m0 -6 l-6 6\" stroke=\"%s\" stroke-width=\"1.4\"><title>",
                             x - 3, y - 3, colors[h]);
-                    xml_text(f, r->method);
+                    bench_xml_text(f, r->method);
                     fprintf(f, " %.3f: ", r->ratio);
-                    xml_text(f, r->outcome);
+                    bench_xml_text(f, r->outcome);
                     fprintf(f, "</title></path>\n");
                 }
             }
@@ -202,7 +168,7 @@ int compare_write_svg(const char *path, const struct compare_row *rows, size_t n
         }
         fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"/><text x=\"%d\" "
                    "y=\"%d\">", lx, lx + 22, ly, ly, colors[h], lx + 26, ly + 4);
-        xml_text(f, methods[h]);
+        bench_xml_text(f, methods[h]);
         fprintf(f, "</text>\n");
         lx += 120;
     }

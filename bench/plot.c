@@ -21,7 +21,7 @@ static const char *const colors[DTR_HEURISTIC_COUNT] = {
 #define MARGIN_T 34
 #define MARGIN_B 46
 
-static void xml_text(FILE *f, const char *s)
+void bench_xml_text(FILE *f, const char *s)
 {
     for (; *s; s++) {
         if (*s == '<')
@@ -35,11 +35,27 @@ static void xml_text(FILE *f, const char *s)
     }
 }
 
-static double nice_step(double range)
+double bench_nice_step(double range)
 {
     double raw = range / 5, mag = pow(10, floor(log10(raw))), r = raw / mag;
     return (r < 1.5 ? 1 : r < 3.5 ? 2 : r < 7.5 ? 5 : 10) * mag;
 }
+
+void bench_csv_field(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
 
 int sweep_write_svg(const char *path, const struct sweep_row *rows, size_t n, char *err, size_t err_size)
 {
@@ -81,7 +97,7 @@ int sweep_write_svg(const char *path, const struct sweep_row *rows, size_t n, ch
         }
         xmin = fmin(xmin, 0.0);
         xmax = fmax(xmax, 1.0);
-        double ystep = nice_step(fmax(ymax - 1.0, 0.05) * 1.1);
+        double ystep = bench_nice_step(fmax(ymax - 1.0, 0.05) * 1.1);
         double ytop = 1.0 + ceil((ymax - 1.0) * 1.1 / ystep + 1e-9) * ystep;
         if (ytop <= 1.0)
             ytop = 1.0 + ystep;
@@ -89,7 +105,7 @@ int sweep_write_svg(const char *path, const struct sweep_row *rows, size_t n, ch
 #define PY(y) (oy + MARGIN_T + ph - ((y) - 1.0) / (ytop - 1.0) * ph)
         fprintf(f, "<g>\n<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" font-size=\"13\">", ox + MARGIN_L + pw / 2.0,
                 oy + MARGIN_T - 14);
-        xml_text(f, models[m]);
+        bench_xml_text(f, models[m]);
         fprintf(f, "</text>\n");
         fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#444\"/>\n",
                 ox + MARGIN_L, oy + MARGIN_T, pw, ph);

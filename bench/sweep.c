@@ -121,21 +121,6 @@ int sweep_run(struct sim_program *const *programs, int n_programs, const double 
     return 0;
 }
 
-static void csv_field(FILE *f, const char *s)
-{
-    if (!strpbrk(s, ",\"\n")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 int sweep_write_csv(const char *path, const struct sweep_row *rows, size_t n, char *err, size_t err_size)
 {
     FILE *f = fopen(path, "w");
@@ -148,7 +133,7 @@ int sweep_write_csv(const char *path, const struct sweep_row *rows, size_t n, ch
                "metadata_accesses,wall_s\n");
     for (size_t i = 0; i < n; i++) {
         const struct sweep_row *r = &rows[i];
-        csv_field(f, r->model);
+        bench_csv_field(f, r->model);
         fprintf(f, ",%s,%.6g,%llu,%s,%.6f,%.17g,%.17g,%.17g,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%.6f\n",
                 dtr_heuristic_name(r->heuristic), r->ratio, (unsigned long long)r->result.budget_bytes,
                 sim_outcome_name(r->result.outcome), r->result.overhead, r->result.total_compute,
