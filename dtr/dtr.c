@@ -744,20 +744,24 @@ enum dtr_status dtr_tensor_release(struct dtr *d, dtr_tensor t)
     return DTR_OK;
 }
 
-enum dtr_status dtr_tensor_acquire(struct dtr *d, dtr_tensor t)
+/* Recomputes t when evicted (an error when banished). */
+static enum dtr_status make_resident(struct dtr *d, dtr_tensor t)
 {
     enum dtr_status st = check(d, t);
+    if (st || d->tensors[t].defined)
+        return st;
+    if (d->storages[d->tensors[t].storage].state == ST_BANISHED) {
+        dtr_set_error(d, "dtr: tensor %u was banished", t);
+        return DTR_ERR_INVALID;
+    }
+    return materialize(d, t, 1);
+}
+
+enum dtr_status dtr_tensor_acquire(struct dtr *d, dtr_tensor t)
+{
+    enum dtr_status st = make_resident(d, t);
     if (st)
         return st;
-    if (!d->tensors[t].defined) {
-        if (d->storages[d->tensors[t].storage].state == ST_BANISHED) {
-            dtr_set_error(d, "dtr: tensor %u was banished", t);
-            return DTR_ERR_INVALID;
-        }
-        st = materialize(d, t, 1);
-        if (st)
-            return st;
-    }
     lock(d, d->tensors[t].storage);
     return DTR_OK;
 }
@@ -778,18 +782,9 @@ enum dtr_status dtr_tensor_unacquire(struct dtr *d, dtr_tensor t)
 
 enum dtr_status dtr_tensor_pin(struct dtr *d, dtr_tensor t)
 {
-    enum dtr_status st = check(d, t);
+    enum dtr_status st = make_resident(d, t);
     if (st)
         return st;
-    if (!d->tensors[t].defined) {
-        if (d->storages[d->tensors[t].storage].state == ST_BANISHED) {
-            dtr_set_error(d, "dtr: tensor %u was banished", t);
-            return DTR_ERR_INVALID;
-        }
-        st = materialize(d, t, 1);
-        if (st)
-            return st;
-    }
     pin_storage(d, d->tensors[t].storage);
     return DTR_OK;
 }
