@@ -71,7 +71,7 @@ static void free_node(struct onnx_node *n)
     free(n);
 }
 
-static void free_call(struct rt_call *c)
+void rt_call_clear(struct rt_call *c)
 {
     if (c->params) {
         if (c->def->params_free)
@@ -82,6 +82,11 @@ static void free_call(struct rt_call *c)
     free(c->in);
     free(c->out);
     free_node(c->emitted);
+}
+
+static void free_call(struct rt_call *c)
+{
+    rt_call_clear(c);
     free(c);
 }
 
@@ -224,11 +229,8 @@ void rt_emitted_free(struct dtrx_session *s)
     for (int i = 0; i < t->n_emitted; i++)
         free_call(t->emitted[i]);
     t->n_emitted = 0;
-    for (int i = t->base_values; i < s->n_values; i++) {
-        rt_value_release(s, s->values[i]);
-        free(s->values[i]->owned_name);
-        free(s->values[i]);
-    }
+    for (int i = t->base_values; i < s->n_values; i++)
+        rt_value_destroy(s, s->values[i]);
     if (s->n_values > t->base_values)
         s->n_values = t->base_values;
 }

@@ -6,6 +6,13 @@
 
 #include "runtime/runtime-impl.h"
 
+void rt_value_destroy(struct dtrx_session *s, struct rt_value *v)
+{
+    rt_value_release(s, v);
+    free(v->owned_name);
+    free(v);
+}
+
 int rt_persistent_new(struct dtrx_session *s, const struct tensor *t, const char *name)
 {
     char *owned = strdup(name);

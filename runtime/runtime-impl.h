@@ -239,11 +239,16 @@ double rt_now_seconds(void);
  * and per step, the same on recomputation. */
 uint64_t rt_call_seed(const struct dtrx_session *s, uint64_t index);
 
+/* Frees a call's parameters, index arrays and synthetic node (emit.c). */
+void rt_call_clear(struct rt_call *c);
+
 /* Value memory (interp.c). */
 enum dtrx_status rt_value_alloc(struct dtrx_session *s, struct rt_value *v);
 /* A persistent tensor (weights, optimizer state, targets): its own arena
  * block, never evicted, registered with every DTR instance. -1 on failure. */
 int rt_persistent_new(struct dtrx_session *s, const struct tensor *t, const char *name);
 void rt_value_release(struct dtrx_session *s, struct rt_value *v);
+/* Releases a value and frees the value itself. */
+void rt_value_destroy(struct dtrx_session *s, struct rt_value *v);
 
 #endif

@@ -134,22 +134,10 @@ void dtrx_session_destroy(struct dtrx_session *s)
         free(s->output_host[i]);
     free(s->output_host);
     free(s->grad_host);
-    for (int i = 0; i < s->n_values; i++) {
-        rt_value_release(s, s->values[i]);
-        free(s->values[i]->owned_name);
-        free(s->values[i]);
-    }
-    for (int i = 0; i < s->n_calls; i++) {
-        struct rt_call *c = &s->calls[i];
-        if (c->params) {
-            if (c->def->params_free)
-                c->def->params_free(c->params);
-            else
-                free(c->params);
-        }
-        free(c->in);
-        free(c->out);
-    }
+    for (int i = 0; i < s->n_values; i++)
+        rt_value_destroy(s, s->values[i]);
+    for (int i = 0; i < s->n_calls; i++)
+        rt_call_clear(&s->calls[i]);
     for (int i = 0; i < s->n_dims; i++)
         free(s->dims[i].name);
     free(s->dims);
