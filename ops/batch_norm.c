@@ -33,6 +33,7 @@
 #include <stdlib.h>
 
 #include "ops/nn-impl.h"
+#include "ops/params.h"
 
 void nn_batchnorm_inference(int64_t n, int64_t ch, int64_t spatial, const float *x,
                             const float *scale, const float *bias, const float *mean,
@@ -144,11 +145,6 @@ void nn_batchnorm_training(int64_t n, int64_t ch, int64_t spatial, const float *
         }
     }
 }
-
-struct batch_norm_params {
-    float epsilon, momentum;
-    int training_mode;                 /* the attribute (opset >= 14) */
-};
 
 static int bn_parse(const struct onnx_node *node, int version, void **params,
                     char *err, size_t err_size)
@@ -318,11 +314,6 @@ static int bn_grad(struct grad_ctx *g)
             return -1;
     return 0;
 }
-
-struct bn_grad_params {
-    float epsilon;
-    int batch_stats;
-};
 
 static int bn_grad_parse(const struct onnx_node *node, int version, void **params,
                          char *err, size_t err_size)

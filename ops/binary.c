@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "ops/elementwise-impl.h"
+#include "ops/params.h"
 
 #define NUMERIC_LIST "float, double, int8, int16, int32, int64, uint8, uint16, uint32, uint64"
 
@@ -213,10 +214,6 @@ const struct op_def op_div_grad = {
     .min_in = 3, .max_in = 3, .min_out = 1, .max_out = 1,
     .infer = bgrad_infer, .cost = div_grad_cost,
     .kernel = { [BACKEND_CPU] = div_grad_cpu },
-};
-
-struct pow_grad_params {
-    int wrt;                       /* 0: the base A, 1: the exponent B */
 };
 
 static int pow_grad_parse(const struct onnx_node *node, int version, void **params, char *err,

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ops/elementwise-impl.h"
+#include "ops/params.h"
 
 #define CAST_LIST "float, double, float16, bfloat16, int8..int64, uint8..uint64, bool"
 
@@ -54,10 +55,6 @@ static const char *cast_dtype_name(int dtype)
     const char *name = onnx_dtype_name(dtype);
     return name ? name : "unknown";
 }
-
-struct cast_params {
-    int to;
-};
 
 static int cast_parse(const struct onnx_node *node, int version, void **params, char *err,
                       size_t err_size)

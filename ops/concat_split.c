@@ -8,13 +8,7 @@
 #include <stdlib.h>
 
 #include "ops/shape-impl.h"
-
-struct axis_params {
-    int64_t axis;
-    int64_t num_outputs;           /* Split 18: 0 when absent */
-    int n_split;                   /* Split < 13: the attribute's length, -1 when absent */
-    int64_t *split;
-};
+#include "ops/params.h"
 
 static void axis_params_free(void *params)
 {

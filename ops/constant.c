@@ -8,15 +8,7 @@
 #include <stdlib.h>
 
 #include "ops/shape-impl.h"
-
-/* A value held by the node: dtype, shape and bytes (owned). */
-struct constant_params {
-    int dtype;
-    int rank;
-    int64_t dims[TENSOR_MAX_RANK];
-    void *data;
-    size_t size_bytes;
-};
+#include "ops/params.h"
 
 static void constant_params_free(void *params)
 {

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "ops/nn-impl.h"
+#include "ops/params.h"
 
 /* ---- attributes and geometry -------------------------------------------- */
 
@@ -751,11 +752,6 @@ int nn_conv_backward_weights(const struct op_call *c, const struct nn_geom *g, c
 
 /* ---- the Conv operator ------------------------------------------------------ */
 
-struct conv_params {
-    struct nn_window_attrs w;
-    int64_t group;
-};
-
 static int conv_parse(const struct onnx_node *node, int version, void **params,
                       char *err, size_t err_size)
 {
@@ -906,11 +902,6 @@ static int conv_grad(struct grad_ctx *g)
     }
     return 0;
 }
-
-struct conv_grad_params {
-    struct conv_params conv;
-    struct nn_shape_attr shape;
-};
 
 int nn_shape_attr_parse(const struct onnx_node *node, struct nn_shape_attr *s,
                         char *err, size_t err_size)

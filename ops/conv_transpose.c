@@ -13,14 +13,7 @@
 #include <string.h>
 
 #include "ops/nn-impl.h"
-
-struct conv_transpose_params {
-    struct nn_window_attrs w;
-    int64_t group;
-    int n_output_padding, n_output_shape;
-    int64_t output_padding[NN_MAX_SPATIAL];
-    int64_t output_shape[NN_MAX_SPATIAL + 2];
-};
+#include "ops/params.h"
 
 static int ct_parse(const struct onnx_node *node, int version, void **params,
                     char *err, size_t err_size)

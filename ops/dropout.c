@@ -20,12 +20,7 @@
 #include <stdlib.h>
 
 #include "ops/shape-impl.h"
-
-struct dropout_params {
-    float ratio;                   /* before 12 */
-    int has_seed;
-    int64_t seed;                  /* the node's `seed` attribute (12+) */
-};
+#include "ops/params.h"
 
 static int dropout_parse(const struct onnx_node *node, int version, void **params,
                          char *err, size_t err_size)
@@ -209,10 +204,6 @@ const struct op_def op_dropout = {
  * dx[i] = dy[i] / (1 - ratio) where the forward kept element i, else 0.
  * Inputs dy and the ratio (a double scalar, exactly the forward's); the
  * `key` attribute is the forward call's generator key. */
-
-struct dropout_grad_params {
-    uint64_t key;
-};
 
 static int dropout_grad_parse(const struct onnx_node *node, int version, void **params,
                               char *err, size_t err_size)

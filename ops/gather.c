@@ -7,10 +7,7 @@
 #include <stdlib.h>
 
 #include "ops/shape-impl.h"
-
-struct gather_params {
-    int64_t axis;
-};
+#include "ops/params.h"
 
 static int gather_parse(const struct onnx_node *node, int version, void **params,
                         char *err, size_t err_size)
@@ -246,11 +243,6 @@ const struct op_def op_gather_elements = {
  * always in index order, so the sums are bit-identical from run to run:
  * GatherGrad splits the work by outer row and by column block, and each
  * worker walks the indices in order; GatherElementsGrad walks dy in order. */
-
-struct gather_grad_params {
-    int64_t axis;
-    struct tensor target;
-};
 
 static int gather_grad_parse(const struct onnx_node *node, int version, void **params,
                              char *err, size_t err_size)

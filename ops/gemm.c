@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "ops/nn-impl.h"
+#include "ops/params.h"
 
 void nn_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
               const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
@@ -51,11 +52,6 @@ void nn_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float a
 }
 
 /* ---- Gemm ---------------------------------------------------------------- */
-
-struct gemm_params {
-    float alpha, beta;
-    int trans_a, trans_b;
-};
 
 static int gemm_parse(const struct onnx_node *node, int version, void **params,
                       char *err, size_t err_size)
@@ -286,10 +282,6 @@ static int matmul_cpu(struct op_call *c)
  * and/or B (transB = 1) transposed; both ranks >= 2, batch axes broadcast.
  * The gradients of MatMul and Gemm are products of this kind, and sgemm
  * reads transposed operands in place, so no Transpose copy is made. */
-
-struct matmul_trans_params {
-    int trans_a, trans_b;
-};
 
 static int matmul_trans_parse(const struct onnx_node *node, int version, void **params,
                               char *err, size_t err_size)

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "ops/nn-impl.h"
+#include "ops/params.h"
 
 static float row_sum(const float *x, int64_t n)
 {
@@ -72,11 +73,6 @@ void nn_layernorm_forward(int64_t rows, int64_t cols, const float *x, const floa
             inv_std[r] = inv;
     }
 }
-
-struct layer_norm_params {
-    int64_t axis;
-    float epsilon;
-};
 
 static int ln_parse(const struct onnx_node *node, int version, void **params,
                     char *err, size_t err_size)

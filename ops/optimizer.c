@@ -11,12 +11,7 @@
 #include <stdlib.h>
 
 #include "ops/ops.h"
-
-struct optimizer_params {
-    float lr, momentum, beta1, beta2, epsilon, weight_decay;
-    int nesterov, decoupled, hf_bias_correction;
-    int64_t step;
-};
+#include "ops/params.h"
 
 static int optimizer_parse(const struct onnx_node *n, int version, void **out, char *err, size_t err_size)
 {

@@ -11,19 +11,13 @@
 #include <stdlib.h>
 
 #include "ops/shape-impl.h"
+#include "ops/params.h"
 
 enum pad_mode {
     PAD_MODE_CONSTANT = 0,
     PAD_MODE_REFLECT,
     PAD_MODE_EDGE,
     PAD_MODE_WRAP,
-};
-
-struct pad_params {
-    int mode;                      /* enum pad_mode */
-    int n_pads;                    /* opset 2: the attribute's length */
-    int64_t pads[2 * TENSOR_MAX_RANK];
-    double value;                  /* opset 2 */
 };
 
 static int pad_parse(const struct onnx_node *node, int version, void **params,
@@ -328,12 +322,6 @@ const struct op_def op_pad = {
  * (the input's), then every dy element is added to the input element its
  * output position copied (pad_source per axis; constant positions add
  * nothing). One pass in dy order, so the sums are the same every run. */
-
-struct pad_grad_params {
-    int mode;
-    struct tensor target;
-    int64_t begin[TENSOR_MAX_RANK], end[TENSOR_MAX_RANK];
-};
 
 static int pad_grad_parse(const struct onnx_node *node, int version, void **params,
                           char *err, size_t err_size)

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "ops/nn-impl.h"
+#include "ops/params.h"
 
 /* Range [*lo, *hi) of kernel taps k with 0 <= start + k*dil < n. */
 static void tap_range(int64_t start, int64_t dil, int64_t k, int64_t n, int64_t *lo, int64_t *hi)
@@ -224,12 +225,6 @@ int nn_pool_forward_dnnl(const struct op_call *c, const struct nn_geom *g, enum 
 }
 
 /* ---- MaxPool / AveragePool operators ----------------------------------------- */
-
-struct pool_params {
-    struct nn_window_attrs w;
-    int storage_order;
-    int count_include_pad;
-};
 
 static int pool_parse(const struct onnx_node *node, int version, void **params,
                       char *err, size_t err_size)
@@ -514,11 +509,6 @@ static int gap_grad(struct grad_ctx *g)
         return -1;
     return g->add_dx(g, 0, dx);
 }
-
-struct pool_grad_params {
-    struct pool_params pool;
-    struct nn_shape_attr shape;
-};
 
 static int pool_grad_parse(const struct onnx_node *node, int version, void **params,
                            char *err, size_t err_size)

@@ -24,20 +24,11 @@
 #include <string.h>
 
 #include "ops/elementwise-impl.h"
+#include "ops/params.h"
 
 #define NUMERIC_LIST "float, double, int8, int16, int32, int64, uint8, uint16, uint32, uint64"
 
 enum reduce_kind { REDUCE_SUM, REDUCE_MAX, REDUCE_MIN };
-
-struct reduce_params {
-    int kind;                      /* enum reduce_kind */
-    int mean;                      /* divide the sum by the element count */
-    int keepdims;
-    int noop_with_empty_axes;
-    int axes_from_input;
-    int n_axes;
-    int64_t axes[TENSOR_MAX_RANK];
-};
 
 /* ---- typed inner steps -------------------------------------------------- */
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "ops/shape-impl.h"
+#include "ops/params.h"
 
 /* The gradient of every view: dy given the input's shape again (itself a
  * view, so no bytes move). Shape and axes inputs get none. */
@@ -20,10 +21,6 @@ static int view_grad(struct grad_ctx *g)
 }
 
 /* ---- Reshape (5, 13, 14, 19, 21, 23, 24, 25) ----------------------------- */
-
-struct reshape_params {
-    int allowzero;                 /* 1: a 0 in `shape` means 0, not "copy" (opset 14+) */
-};
 
 static int reshape_parse(const struct onnx_node *node, int version, void **params,
                          char *err, size_t err_size)
@@ -95,10 +92,6 @@ const struct op_def op_reshape = {
 
 /* ---- Flatten (1, 9, 11, 13, 21, 23, 24, 25) ------------------------------ */
 
-struct flatten_params {
-    int64_t axis;
-};
-
 static int flatten_parse(const struct onnx_node *node, int version, void **params,
                          char *err, size_t err_size)
 {
@@ -145,12 +138,6 @@ const struct op_def op_flatten = {
 };
 
 /* ---- Squeeze and Unsqueeze (1, 11, 13, 21, 23, 24, 25) -------------------- */
-
-/* Before opset 13 the axes are an attribute; from 13 they are input 1. */
-struct squeeze_params {
-    int n_axes;                    /* -1: none given */
-    int64_t axes[TENSOR_MAX_RANK];
-};
 
 static int squeeze_parse(const struct onnx_node *node, int version, void **params,
                          char *err, size_t err_size)

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 
 #include "ops/shape-impl.h"
+#include "ops/params.h"
 
 enum resize_coord {
     RESIZE_COORD_HALF_PIXEL = 0,
@@ -34,14 +35,6 @@ enum resize_nearest {
     RESIZE_NEAREST_FLOOR,
     RESIZE_NEAREST_CEIL,
     RESIZE_NEAREST_SIMPLE,         /* opset 10 */
-};
-
-struct resize_params {
-    int linear;                    /* 0: nearest */
-    int coord;                     /* enum resize_coord */
-    int nearest;                   /* enum resize_nearest */
-    int n_axes;                    /* -1: all axes */
-    int64_t axes[TENSOR_MAX_RANK];
 };
 
 static int resize_lookup(const char *s, const char *const *names, int n)
@@ -420,11 +413,6 @@ const struct op_def op_resize = {
  * weights. Leading axes the forward did not resize (N and C of an image)
  * map one to one, so slabs over them have disjoint targets and run in
  * parallel; inside a slab the scatter walks dy in order: deterministic. */
-
-struct resize_grad_params {
-    struct resize_params mode;
-    struct tensor target;
-};
 
 static int resize_grad_parse(const struct onnx_node *node, int version, void **params,
                              char *err, size_t err_size)

@@ -5,11 +5,7 @@
 #include <stdlib.h>
 
 #include "ops/shape-impl.h"
-
-struct shape_params {
-    int64_t start, end;
-    int has_end;
-};
+#include "ops/params.h"
 
 static int shape_parse(const struct onnx_node *node, int version, void **params,
                        char *err, size_t err_size)

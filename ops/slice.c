@@ -7,12 +7,7 @@
 #include <stdlib.h>
 
 #include "ops/shape-impl.h"
-
-struct slice_params {
-    int n;                         /* opset 1: number of starts/ends, -1 from opset 10 */
-    int n_axes;                    /* opset 1: -1 when axes is absent */
-    int64_t starts[TENSOR_MAX_RANK], ends[TENSOR_MAX_RANK], axes[TENSOR_MAX_RANK];
-};
+#include "ops/params.h"
 
 static int slice_parse(const struct onnx_node *node, int version, void **params,
                        char *err, size_t err_size)
@@ -195,11 +190,6 @@ const struct op_def op_slice = {
  * y = zeros of `shape`, then y[start + i * step] = dy[i] along every axis:
  * the transpose of Slice. Every dy element has its own destination (a slice
  * never reads an element twice), so rows may be written in parallel. */
-
-struct slice_grad_params {
-    struct tensor target;
-    int64_t start[TENSOR_MAX_RANK], step[TENSOR_MAX_RANK];
-};
 
 static int slice_grad_parse(const struct onnx_node *node, int version, void **params,
                             char *err, size_t err_size)

@@ -17,14 +17,9 @@
 #include <tgmath.h>
 
 #include "ops/elementwise-impl.h"
+#include "ops/params.h"
 
 #define SM_BLOCK 64
-
-struct softmax_params {
-    int axis;
-    int coerce_2d;                 /* opset < 13 */
-    int log;                       /* LogSoftmax */
-};
 
 #define SM_LANES 16
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ops/shape-impl.h"
+#include "ops/params.h"
 
 /* Copies n elements of `esize` bytes from a strided source to a contiguous
  * destination; fixed-size memcpy compiles to plain loads and stores. */
@@ -122,11 +123,6 @@ void shape_copy_strided(void *dst, const void *src, size_t esize, int rank,
 }
 
 /* ---- Transpose ---------------------------------------------------------- */
-
-struct transpose_params {
-    int n_perm;                    /* -1: reverse the axes */
-    int64_t perm[TENSOR_MAX_RANK];
-};
 
 static int transpose_parse(const struct onnx_node *node, int version, void **params,
                            char *err, size_t err_size)

@@ -20,6 +20,7 @@
 #include <tgmath.h>
 
 #include "ops/elementwise-impl.h"
+#include "ops/params.h"
 
 #define FLOATS_LIST "float, double"
 #define SIGNED_LIST "float, double, int8, int16, int32, int64"
@@ -168,10 +169,6 @@ UNARY_DEF(op_not, "Not", not_fns, "bool", 1, NULL, 0, 0, 1)
 
 /* ---- LeakyRelu ---------------------------------------------------------- */
 
-struct leaky_relu_params {
-    float alpha;
-};
-
 static int leaky_relu_parse(const struct onnx_node *node, int version, void **params, char *err,
                             size_t err_size)
 {
@@ -199,10 +196,6 @@ const struct op_def op_leaky_relu = {
 };
 
 /* ---- Gelu --------------------------------------------------------------- */
-
-struct gelu_params {
-    int tanh_approx;               /* approximate="tanh" */
-};
 
 static int gelu_parse(const struct onnx_node *node, int version, void **params, char *err,
                       size_t err_size)
@@ -236,11 +229,6 @@ const struct op_def op_gelu = {
 };
 
 /* ---- Clip --------------------------------------------------------------- */
-
-struct clip_params {
-    int from_inputs;               /* opset >= 11: bounds are inputs 1 and 2 */
-    float min, max;                /* opset < 11: the attributes */
-};
 
 static int clip_parse(const struct onnx_node *node, int version, void **params, char *err,
                       size_t err_size)

@@ -1,0 +1,225 @@
+/* ops/params.h — the parsed attributes of every operator that has any: what
+ * op_def.parse produces and the kernels of every backend read (the CPU kernels
+ * in ops/ files, the CUDA kernels in ops/cuda/). Not for use outside ops/. */
+#ifndef DTRX_OPS_PARAMS_H
+#define DTRX_OPS_PARAMS_H
+
+#include <stdint.h>
+
+#include "ops/nn-impl.h"
+
+/* ops/batch_norm.c */
+struct batch_norm_params {
+    float epsilon, momentum;
+    int training_mode;                 /* the attribute (opset >= 14) */
+};
+
+struct bn_grad_params {
+    float epsilon;
+    int batch_stats;
+};
+
+/* ops/binary.c */
+struct pow_grad_params {
+    int wrt;                       /* 0: the base A, 1: the exponent B */
+};
+
+/* ops/cast.c */
+struct cast_params {
+    int to;
+};
+
+/* ops/concat_split.c */
+struct axis_params {
+    int64_t axis;
+    int64_t num_outputs;           /* Split 18: 0 when absent */
+    int n_split;                   /* Split < 13: the attribute's length, -1 when absent */
+    int64_t *split;
+};
+
+/* ops/constant.c */
+/* A value held by the node: dtype, shape and bytes (owned). */
+struct constant_params {
+    int dtype;
+    int rank;
+    int64_t dims[TENSOR_MAX_RANK];
+    void *data;
+    size_t size_bytes;
+};
+
+/* ops/conv.c */
+struct conv_params {
+    struct nn_window_attrs w;
+    int64_t group;
+};
+
+struct conv_grad_params {
+    struct conv_params conv;
+    struct nn_shape_attr shape;
+};
+
+/* ops/conv_transpose.c */
+struct conv_transpose_params {
+    struct nn_window_attrs w;
+    int64_t group;
+    int n_output_padding, n_output_shape;
+    int64_t output_padding[NN_MAX_SPATIAL];
+    int64_t output_shape[NN_MAX_SPATIAL + 2];
+};
+
+/* ops/dropout.c */
+struct dropout_params {
+    float ratio;                   /* before 12 */
+    int has_seed;
+    int64_t seed;                  /* the node's `seed` attribute (12+) */
+};
+
+struct dropout_grad_params {
+    uint64_t key;
+};
+
+/* ops/gather.c */
+struct gather_params {
+    int64_t axis;
+};
+
+struct gather_grad_params {
+    int64_t axis;
+    struct tensor target;
+};
+
+/* ops/gemm.c */
+struct gemm_params {
+    float alpha, beta;
+    int trans_a, trans_b;
+};
+
+struct matmul_trans_params {
+    int trans_a, trans_b;
+};
+
+/* ops/layer_norm.c */
+struct layer_norm_params {
+    int64_t axis;
+    float epsilon;
+};
+
+/* ops/optimizer.c */
+struct optimizer_params {
+    float lr, momentum, beta1, beta2, epsilon, weight_decay;
+    int nesterov, decoupled, hf_bias_correction;
+    int64_t step;
+};
+
+/* ops/pad.c */
+struct pad_params {
+    int mode;                      /* enum pad_mode */
+    int n_pads;                    /* opset 2: the attribute's length */
+    int64_t pads[2 * TENSOR_MAX_RANK];
+    double value;                  /* opset 2 */
+};
+
+struct pad_grad_params {
+    int mode;
+    struct tensor target;
+    int64_t begin[TENSOR_MAX_RANK], end[TENSOR_MAX_RANK];
+};
+
+/* ops/pool.c */
+struct pool_params {
+    struct nn_window_attrs w;
+    int storage_order;
+    int count_include_pad;
+};
+
+struct pool_grad_params {
+    struct pool_params pool;
+    struct nn_shape_attr shape;
+};
+
+/* ops/reduce.c */
+struct reduce_params {
+    int kind;                      /* enum reduce_kind */
+    int mean;                      /* divide the sum by the element count */
+    int keepdims;
+    int noop_with_empty_axes;
+    int axes_from_input;
+    int n_axes;
+    int64_t axes[TENSOR_MAX_RANK];
+};
+
+/* ops/reshape.c */
+struct reshape_params {
+    int allowzero;                 /* 1: a 0 in `shape` means 0, not "copy" (opset 14+) */
+};
+
+struct flatten_params {
+    int64_t axis;
+};
+
+/* Before opset 13 the axes are an attribute; from 13 they are input 1. */
+struct squeeze_params {
+    int n_axes;                    /* -1: none given */
+    int64_t axes[TENSOR_MAX_RANK];
+};
+
+/* ops/resize.c */
+struct resize_params {
+    int linear;                    /* 0: nearest */
+    int coord;                     /* enum resize_coord */
+    int nearest;                   /* enum resize_nearest */
+    int n_axes;                    /* -1: all axes */
+    int64_t axes[TENSOR_MAX_RANK];
+};
+
+struct resize_grad_params {
+    struct resize_params mode;
+    struct tensor target;
+};
+
+/* ops/shape.c */
+struct shape_params {
+    int64_t start, end;
+    int has_end;
+};
+
+/* ops/slice.c */
+struct slice_params {
+    int n;                         /* opset 1: number of starts/ends, -1 from opset 10 */
+    int n_axes;                    /* opset 1: -1 when axes is absent */
+    int64_t starts[TENSOR_MAX_RANK], ends[TENSOR_MAX_RANK], axes[TENSOR_MAX_RANK];
+};
+
+struct slice_grad_params {
+    struct tensor target;
+    int64_t start[TENSOR_MAX_RANK], step[TENSOR_MAX_RANK];
+};
+
+/* ops/softmax.c */
+struct softmax_params {
+    int axis;
+    int coerce_2d;                 /* opset < 13 */
+    int log;                       /* LogSoftmax */
+};
+
+/* ops/transpose.c */
+struct transpose_params {
+    int n_perm;                    /* -1: reverse the axes */
+    int64_t perm[TENSOR_MAX_RANK];
+};
+
+/* ops/unary.c */
+struct leaky_relu_params {
+    float alpha;
+};
+
+struct gelu_params {
+    int tanh_approx;               /* approximate="tanh" */
+};
+
+struct clip_params {
+    int from_inputs;               /* opset >= 11: bounds are inputs 1 and 2 */
+    float min, max;                /* opset < 11: the attributes */
+};
+
+#endif
