@@ -61,6 +61,10 @@ struct backend {
     int (*copy_to_host)(void *ctx, void *host_dst, const void *src, size_t bytes);
     int (*copy)(void *ctx, void *dst, const void *src, size_t bytes);
     int (*synchronize)(void *ctx);
+    /* Optional device timing of the work queued between start and stop
+     * (measured costs); NULL where wall-clock time is exact (the host). */
+    int (*timer_start)(void *ctx);
+    double (*timer_stop_seconds)(void *ctx);
 };
 
 extern const struct backend backend_cpu;
