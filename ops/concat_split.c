@@ -182,7 +182,7 @@ static int split_parse(const struct onnx_node *node, int version, void **params,
 
 /* Start and length along the axis of output k; -1 after op_error(). Checks
  * the whole split on k == 0, so later calls only index it. */
-static int split_piece(const struct op_call *c, int k, int64_t d, int64_t *start, int64_t *len)
+int split_piece(const struct op_call *c, int k, int64_t d, int64_t *start, int64_t *len)
 {
     const struct axis_params *p = c->params;
     int n = c->n_out;

@@ -56,7 +56,7 @@ static int pad_parse(const struct onnx_node *node, int version, void **params,
 }
 
 /* Begin and end pads of every axis. */
-static int pad_amounts(const struct op_call *c, int64_t *begin, int64_t *end)
+int pad_amounts(const struct op_call *c, int64_t *begin, int64_t *end)
 {
     const struct pad_params *p = c->params;
     const struct tensor *x = c->in[0];
@@ -116,7 +116,7 @@ static int pad_infer(struct op_call *c)
 }
 
 /* Input index that output index o of an axis reads, or -1 for the constant. */
-static int64_t pad_source(int mode, int64_t o, int64_t begin, int64_t d)
+int64_t pad_source(int mode, int64_t o, int64_t begin, int64_t d)
 {
     int64_t i = o - begin;
     if (i >= 0 && i < d)
@@ -139,7 +139,7 @@ static int64_t pad_source(int mode, int64_t o, int64_t begin, int64_t d)
 
 /* The constant as bytes of the data's type: constant_value (from 11) or the
  * `value` attribute converted (before 11). */
-static int pad_constant(const struct op_call *c, unsigned char *out, size_t esize)
+int pad_constant(const struct op_call *c, unsigned char *out, size_t esize)
 {
     const struct pad_params *p = c->params;
     const struct tensor *x = c->in[0];

@@ -101,13 +101,7 @@ static int resize_parse(const struct onnx_node *node, int version, void **params
     return 0;
 }
 
-/* Output extent and scale of every axis. */
-struct resize_plan {
-    int64_t out[TENSOR_MAX_RANK];
-    double scale[TENSOR_MAX_RANK];
-};
-
-static int resize_make_plan(const struct op_call *c, struct resize_plan *pl)
+int resize_make_plan(const struct op_call *c, struct resize_plan *pl)
 {
     const struct resize_params *p = c->params;
     const struct tensor *x = c->in[0];
@@ -208,14 +202,7 @@ static double resize_source(int coord, int64_t o, double scale, int64_t in, int6
     }
 }
 
-/* Per axis and output index: the two source indices and the weight of the
- * second (nearest: both the same, weight 0). */
-struct resize_tap {
-    int64_t i0, i1;
-    double w;
-};
-
-static void resize_taps(const struct resize_params *p, double scale, int64_t in, int64_t out,
+void resize_taps(const struct resize_params *p, double scale, int64_t in, int64_t out,
                         struct resize_tap *taps)
 {
     for (int64_t o = 0; o < out; o++) {

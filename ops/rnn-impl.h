@@ -122,6 +122,14 @@ struct rnn_saved {
     float *gru_rh;
 };
 
+/* Validates every input of a recurrent call (forward or gradient) against
+ * X, W and R and the attributes; fills d. */
+int rnn_dims_get(const struct op_call *c, struct rnn_dims *d);
+/* Reads sequence_lens (int32 or int64, host memory) into lens, checking
+ * each is in [0, seq]. */
+int rnn_lens_load(const struct op_call *c, const struct rnn_dims *d, const struct tensor *lens_t,
+                  int32_t *lens);
+
 /* Floats of workspace rnn_forward_f32 needs. */
 size_t rnn_work_floats(const struct rnn_params *p, const struct rnn_dims *d);
 

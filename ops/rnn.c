@@ -280,7 +280,7 @@ static int rnn_check_dims(const struct op_call *c, const struct tensor *t, const
 }
 
 /* Validates every input against X, W and R and the attributes; fills d. */
-static int rnn_dims_get(const struct op_call *c, struct rnn_dims *d)
+int rnn_dims_get(const struct op_call *c, struct rnn_dims *d)
 {
     const struct rnn_params *p = c->params;
     const struct tensor *x = rnn_input(c, RNN_IN_X), *w = rnn_input(c, RNN_IN_W),
@@ -716,8 +716,8 @@ static const float *rnn_data(const struct op_call *c, int i)
 
 /* Reads sequence_lens (int32 or int64) into lens, checking each is in
  * [0, seq]. */
-static int rnn_lens_load(const struct op_call *c, const struct rnn_dims *d, const struct tensor *lens_t,
-                         int32_t *lens)
+int rnn_lens_load(const struct op_call *c, const struct rnn_dims *d, const struct tensor *lens_t,
+                  int32_t *lens)
 {
     for (int64_t b = 0; b < d->batch; b++) {
         int64_t v = tensor_get_int(lens_t, b);

@@ -35,6 +35,43 @@
 void shape_copy_strided(void *dst, const void *src, size_t esize, int rank,
                         const int64_t *dims, const int64_t *strides);
 
+/* ---- plans the kernels of every backend share -------------------------------
+ * Each reads a call's parameters and host inputs the way its CPU kernel does,
+ * so that the CUDA kernels (ops/cuda/) move exactly the same elements. */
+
+/* Transpose: perm[i] = input axis of output axis i (ops/transpose.c). */
+int transpose_perm(const struct op_call *c, int *perm);
+/* Split: start and length along the axis (of extent d) of output k (ops/concat_split.c). */
+int split_piece(const struct op_call *c, int k, int64_t d, int64_t *start, int64_t *len);
+
+/* Slice: per input axis, first element, step and output extent (ops/slice.c). */
+struct slice_plan {
+    int64_t start[TENSOR_MAX_RANK], step[TENSOR_MAX_RANK], dims[TENSOR_MAX_RANK];
+};
+int slice_make_plan(const struct op_call *c, struct slice_plan *pl);
+
+/* Pad (ops/pad.c): begin and end pads of every axis; the input index output
+ * index o of an axis reads (-1: the constant); the constant as bytes. */
+int pad_amounts(const struct op_call *c, int64_t *begin, int64_t *end);
+int64_t pad_source(int mode, int64_t o, int64_t begin, int64_t d);
+int pad_constant(const struct op_call *c, unsigned char *out, size_t esize);
+
+/* Resize (ops/resize.c): output extent and scale of every axis, and per
+ * output index of an axis the two source indices and the weight of the
+ * second (nearest: both the same, weight 0). */
+struct resize_params;
+struct resize_plan {
+    int64_t out[TENSOR_MAX_RANK];
+    double scale[TENSOR_MAX_RANK];
+};
+struct resize_tap {
+    int64_t i0, i1;
+    double w;
+};
+int resize_make_plan(const struct op_call *c, struct resize_plan *pl);
+void resize_taps(const struct resize_params *p, double scale, int64_t in, int64_t out,
+                 struct resize_tap *taps);
+
 /* Row-major element strides of a tensor. */
 static inline void shape_strides(const struct tensor *t, int64_t *strides)
 {

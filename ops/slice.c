@@ -32,12 +32,7 @@ static int slice_parse(const struct onnx_node *node, int version, void **params,
     return 0;
 }
 
-/* Per input axis: first element, step and output extent. */
-struct slice_plan {
-    int64_t start[TENSOR_MAX_RANK], step[TENSOR_MAX_RANK], dims[TENSOR_MAX_RANK];
-};
-
-static int slice_make_plan(const struct op_call *c, struct slice_plan *pl)
+int slice_make_plan(const struct op_call *c, struct slice_plan *pl)
 {
     const struct slice_params *p = c->params;
     const struct tensor *x = c->in[0];

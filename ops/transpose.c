@@ -141,7 +141,7 @@ static int transpose_parse(const struct onnx_node *node, int version, void **par
 }
 
 /* The permutation for this input, validated: perm[i] = input axis of output axis i. */
-static int transpose_perm(const struct op_call *c, int *perm)
+int transpose_perm(const struct op_call *c, int *perm)
 {
     const struct transpose_params *p = c->params;
     int rank = c->in[0]->rank;
