@@ -1067,3 +1067,11 @@ const struct op_def op_conv_grad_weight = {
     .parse = conv_grad_parse, .infer = conv_grad_weight_infer, .cost = conv_grad_cost,
     .kernel = { [BACKEND_CPU] = conv_grad_weight_cpu },
 };
+
+int nn_conv_geom(const struct op_call *c, struct nn_geom *g) { return conv_geom(c, g); }
+
+int nn_conv_grad_geom(const struct op_call *c, const struct tensor *x, const struct tensor *w,
+                      const struct tensor *dy, struct nn_geom *g)
+{
+    return conv_grad_geom(c, x, w, dy, g);
+}

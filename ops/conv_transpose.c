@@ -279,3 +279,5 @@ const struct op_def op_conv_transpose = {
     .grad = ct_grad,
     .grad_saves_in = (1u << 0) | (1u << 1),
 };
+
+int nn_conv_transpose_geom(const struct op_call *c, struct nn_geom *g) { return ct_geom(c, g); }

@@ -105,6 +105,18 @@ int nn_geom_resolve(const struct op_call *c, const struct nn_window_attrs *a,
                     const struct tensor *x, const int64_t *kernel_spatial,
                     int is_pool, struct nn_geom *g);
 
+/* The checked geometry of one call of an operator, as its CPU kernel
+ * resolves it (for the kernels of other backends): Conv (conv.c); the
+ * ConvGradData/ConvGradWeight calls from X's, W's and dY's shapes (conv.c);
+ * ConvTranspose, whose g->in is its output and g->out its input
+ * (conv_transpose.c); MaxPool/AveragePool and their gradients (pool.c). */
+int nn_conv_geom(const struct op_call *c, struct nn_geom *g);
+int nn_conv_grad_geom(const struct op_call *c, const struct tensor *x, const struct tensor *w,
+                      const struct tensor *dy, struct nn_geom *g);
+int nn_conv_transpose_geom(const struct op_call *c, struct nn_geom *g);
+int nn_pool_geom(const struct op_call *c, struct nn_geom *g);
+int nn_pool_grad_geom(const struct op_call *c, struct nn_geom *g);
+
 /* Scratch helpers: memory that counts against the budget; NULL when none. */
 static inline void *nn_scratch_alloc(const struct op_call *c, size_t bytes)
 {

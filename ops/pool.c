@@ -637,3 +637,6 @@ const struct op_def op_average_pool_grad = {
     .parse = pool_grad_parse, .infer = pool_grad_infer, .cost = pool_grad_cost,
     .kernel = { [BACKEND_CPU] = avgpool_grad_cpu },
 };
+
+int nn_pool_geom(const struct op_call *c, struct nn_geom *g) { return pool_geom(c, g); }
+int nn_pool_grad_geom(const struct op_call *c, struct nn_geom *g) { return pool_grad_geom(c, g); }
