@@ -10,7 +10,8 @@
  *
  * Elementwise kernels use grid-stride loops over int64 indices; the batch
  * normalization sums divide flat indices in 32 bits when the tensor allows
- * (64-bit division would make those passes compute-bound). */
+ * (64-bit division would make those passes compute-bound): below 2^31
+ * elements, so that no index sum can wrap. */
 #include <cfloat>
 #include <cstdint>
 
@@ -152,7 +153,7 @@ extern "C" cudaError_t nn_cuda_channel_sum(cudaStream_t stream, int64_t n, int64
     if (ch <= 0)
         return cudaGetLastError();
     int64_t count = n * spatial;
-    if (n * ch * spatial < ((int64_t)1 << 32))
+    if (n * ch * spatial < ((int64_t)1 << 31))
         channel_sum_kernel<uint32_t><<<(unsigned)ch, NN_THREADS, 0, stream>>>(
             (uint32_t)count, (uint32_t)ch, (uint32_t)(spatial ? spatial : 1), dy, db);
     else
@@ -503,7 +504,7 @@ static void bn_partial(cudaStream_t stream, int64_t n, int64_t ch, int64_t spati
 {
     dim3 grid((unsigned)chunks, (unsigned)ch);
     int64_t count = n * spatial;
-    if (n * ch * spatial < ((int64_t)1 << 32))
+    if (n * ch * spatial < ((int64_t)1 << 31))
         bn_partial_kernel<uint32_t, PASS><<<grid, NN_THREADS, 0, stream>>>(
             (uint32_t)count, (uint32_t)ch, (uint32_t)spatial, chunks, x, dy, mu_d, mu_f, part);
     else
