@@ -183,7 +183,7 @@ int cuda_layer_norm_grad(struct op_call *c)
     char *tmp;
     if (nn_cuda_scratch(c, sums + expand, "layer-norm gradient sums", (void **)&tmp))
         return -1;
-    const float *scale;
+    const float *scale = NULL;
     int rc = ln_expand(c, st, &norm, cols, (float *)(tmp + sums), &scale);
     if (!rc) {
         cudaError_t e = nn_cuda_ln_backward(nn_cuda_stream(c), rows, cols, c->in[0]->data, x->data,
