@@ -464,9 +464,9 @@ __global__ void bn_partial_kernel(I count, I ch, I spatial, int chunks, const fl
                                   double *part)
 {
     __shared__ double sh[NN_THREADS / 32];
-    I c = blockIdx.y;
+    I c = blockIdx.x;
     I per = (count + chunks - 1) / chunks;
-    I t0 = per * blockIdx.x, t1 = t0 + per < count ? t0 + per : count;
+    I t0 = per * blockIdx.y, t1 = t0 + per < count ? t0 + per : count;
     float mu = PASS == BN_SUM_X ? 0.0f : mu_d ? (float)mu_d[c] : mu_f[c];
     double a0 = 0.0, a1 = 0.0, a2 = 0.0;
     for (I t = t0 + threadIdx.x; t < t1; t += NN_THREADS) {
@@ -484,7 +484,7 @@ __global__ void bn_partial_kernel(I count, I ch, I spatial, int chunks, const fl
             }
         }
     }
-    double *out = part + ((size_t)c * chunks + blockIdx.x) * 3;
+    double *out = part + ((size_t)c * chunks + blockIdx.y) * 3;
     a0 = block_sum(a0, sh);
     if (PASS == BN_GRAD) {
         a1 = block_sum(a1, sh);
@@ -502,7 +502,7 @@ static void bn_partial(cudaStream_t stream, int64_t n, int64_t ch, int64_t spati
                        const float *x, const float *dy, const double *mu_d, const float *mu_f,
                        double *part)
 {
-    dim3 grid((unsigned)chunks, (unsigned)ch);
+    dim3 grid((unsigned)ch, (unsigned)chunks);   /* channels may exceed gridDim.y's 65535 */
     int64_t count = n * spatial;
     if (n * ch * spatial < ((int64_t)1 << 31))
         bn_partial_kernel<uint32_t, PASS><<<grid, NN_THREADS, 0, stream>>>(
