@@ -153,6 +153,10 @@ struct op_def {
      * pass (shapes are always available). */
     uint32_t grad_saves_in;
     uint32_t grad_saves_out;
+    /* Executed by the runtime itself, not by a kernel: the op holds subgraphs
+     * (If, Loop, Scan) or works on sequence and optional values, which are
+     * lists of tensors the runtime keeps (see runtime/control.c). */
+    int runtime;
 };
 
 /* ---- gradients ------------------------------------------------------------

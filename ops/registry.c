@@ -123,7 +123,22 @@
     /* training: optimizer steps (domain dtrexec) */ \
     X(op_sgd_update) \
     X(op_momentum_update) \
-    X(op_adam_update)
+    X(op_adam_update) \
+    /* executed by the runtime: control flow, sequences, optionals */ \
+    X(op_if) \
+    X(op_loop) \
+    X(op_scan) \
+    X(op_sequence_empty) \
+    X(op_sequence_construct) \
+    X(op_sequence_insert) \
+    X(op_sequence_at) \
+    X(op_sequence_erase) \
+    X(op_sequence_length) \
+    X(op_split_to_sequence) \
+    X(op_concat_from_sequence) \
+    X(op_optional) \
+    X(op_optional_has_element) \
+    X(op_optional_get_element)
 
 #define OP_DECLARE(sym) extern const struct op_def sym;
 #define OP_ENTRY(sym) &sym,

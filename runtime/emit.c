@@ -82,6 +82,7 @@ void rt_call_clear(struct rt_call *c)
     free(c->in);
     free(c->out);
     free_node(c->emitted);
+    free(c->owned_name);
 }
 
 static void free_call(struct rt_call *c)
@@ -90,7 +91,7 @@ static void free_call(struct rt_call *c)
     free(c);
 }
 
-static int track_call(struct dtrx_session *s, struct rt_call *c)
+int rt_track_call(struct dtrx_session *s, struct rt_call *c)
 {
     struct rt_train *t = &s->train;
     if (t->n_emitted == t->emitted_capacity) {
@@ -134,14 +135,16 @@ int rt_constant(struct dtrx_session *s, const struct tensor *t, const char *tag)
     } else {
         if (rt_value_alloc(s, v))
             return -1;
-        memcpy(v->t.data, t->data, tensor_size_bytes(t));
+        if (rt_to_device(s, v->t.data, t->data, tensor_size_bytes(t)))
+            return -1;
     }
     rt_trace_constant(s, v);
     return id;
 }
 
-enum dtrx_status rt_emit(struct dtrx_session *s, const char *op, const struct onnx_attr *attrs,
-                         int n_attrs, int n_in, const int *in, int n_out, int *out, const char *tag)
+enum dtrx_status rt_emit_build(struct dtrx_session *s, const char *op, const struct onnx_attr *attrs, int n_attrs,
+                               int n_in, const int *in, int n_out, int *out, const char *tag,
+                               struct rt_call **call)
 {
     int version = 0;
     const char *domain = "";
@@ -163,7 +166,7 @@ enum dtrx_status rt_emit(struct dtrx_session *s, const char *op, const struct on
         !(n->inputs = calloc((size_t)n_in + 1, sizeof(char *))) ||
         !(n->outputs = calloc((size_t)n_out + 1, sizeof(char *))) ||
         !(c->in = malloc(sizeof(int) * (size_t)(n_in + 1))) ||
-        !(c->out = malloc(sizeof(int) * (size_t)(n_out + 1))) || track_call(s, c)) {
+        !(c->out = malloc(sizeof(int) * (size_t)(n_out + 1))) || rt_track_call(s, c)) {
         if (c)
             free_call(c);
         else
@@ -189,10 +192,12 @@ enum dtrx_status rt_emit(struct dtrx_session *s, const char *op, const struct on
     if (n_in)
         memcpy(c->in, in, sizeof(int) * (size_t)n_in);
     for (int i = 0; i < n_out; i++) {
-        c->out[i] = named_value(s, n->name, i);
+        c->out[i] = out && out[i] >= 0 ? out[i] : named_value(s, n->name, i);
         if (c->out[i] < 0)
             return rt_fail(DTRX_ERR_INTERNAL, "out of host memory emitting %s", op);
         n->outputs[i] = (char *)s->values[c->out[i]]->name;
+        if (out)
+            out[i] = c->out[i];
     }
     if (def->parse) {
         char err[512] = "";
@@ -200,7 +205,21 @@ enum dtrx_status rt_emit(struct dtrx_session *s, const char *op, const struct on
             return rt_fail(DTRX_ERR_INTERNAL, "emitted node '%s' (%s): %s", n->name, op, err);
     }
     c->seed = rt_call_seed(s, (uint64_t)s->n_calls + (uint64_t)s->train.n_emitted);
-    enum dtrx_status st = rt_call_exec(s, c);
+    *call = c;
+    return DTRX_OK;
+}
+
+enum dtrx_status rt_emit(struct dtrx_session *s, const char *op, const struct onnx_attr *attrs,
+                         int n_attrs, int n_in, const int *in, int n_out, int *out, const char *tag)
+{
+    struct rt_call *c = NULL;
+    for (int i = 0; out && i < n_out; i++)
+        out[i] = -1;
+    enum dtrx_status st = rt_emit_build(s, op, attrs, n_attrs, n_in, in, n_out, out, tag, &c);
+    if (!st)
+        st = rt_call_exec(s, c);
+    if (!st && s->taping)
+        st = rt_tape_push(s, c);
     if (st)
         return st;
     /* The loss is differentiated like the model: its outputs need gradients
@@ -210,8 +229,6 @@ enum dtrx_status rt_emit(struct dtrx_session *s, const char *op, const struct on
         requires_grad |= in[i] >= 0 && s->values[in[i]]->requires_grad;
     for (int i = 0; i < n_out; i++)
         s->values[c->out[i]]->requires_grad = requires_grad;
-    if (n_out)
-        memcpy(out, c->out, sizeof(int) * (size_t)n_out);
     return DTRX_OK;
 }
 

@@ -8,6 +8,10 @@
 
 void rt_value_destroy(struct dtrx_session *s, struct rt_value *v)
 {
+    /* Teardown: the elements of a sequence are destroyed on their own. */
+    free(v->elems);
+    v->elems = NULL;
+    v->n_elems = 0;
     rt_value_release(s, v);
     free(v->owned_name);
     free(v);
@@ -30,7 +34,8 @@ int rt_persistent_new(struct dtrx_session *s, const struct tensor *t, const char
     v->t.data = NULL;
     if (rt_value_alloc(s, v))
         return -1;
-    memcpy(v->t.data, t->data, tensor_size_bytes(t));
+    if (rt_to_device(s, v->t.data, t->data, tensor_size_bytes(t)))
+        return -1;
     if (s->trace_started)
         rt_trace_constant(s, v);   /* else the next run's START lists it */
     if (rt_budget_register(s, v))
@@ -54,6 +59,7 @@ int rt_value_new(struct dtrx_session *s, const char *name, int kind)
     v->name = name;
     v->kind = kind;
     v->dt = DTR_NONE;
+    v->grad = -1;
     s->values[s->n_values] = v;
     return s->n_values++;
 }
@@ -88,6 +94,17 @@ enum dtrx_status rt_value_alloc(struct dtrx_session *s, struct rt_value *v)
 
 void rt_value_release(struct dtrx_session *s, struct rt_value *v)
 {
+    if (v->container) {
+        /* A sequence or optional lets go of its elements. */
+        int n = v->n_elems;
+        int *elems = v->elems;
+        v->n_elems = 0;
+        v->elems = NULL;
+        for (int i = 0; i < n; i++)
+            rt_value_unhold(s, elems[i]);
+        free(elems);
+        return;
+    }
     rt_trace_release(s, v);
     rt_budget_release(s, v);
     struct rt_storage *st = v->storage;
@@ -132,19 +149,21 @@ static enum dtrx_status begin_run(struct dtrx_session *s)
     for (int i = 0; i < s->n_values; i++)
         if (s->values[i]->storage && !s->values[i]->trace_id)
             rt_trace_constant(s, s->values[i]);
-    return rt_budget_begin(s);
+    return rt_device_before_run(s) ? DTRX_ERR_INTERNAL : rt_budget_begin(s);
 }
 
 /* Host copies of the graph outputs of a budgeted run: reading them must not
  * pin anything in the arena. */
 static enum dtrx_status copy_outputs(struct dtrx_session *s)
 {
-    if (!rt_budget_active(s))
+    if (!rt_budget_active(s) && rt_device_on_host(s))
         return DTRX_OK;
     if (!s->output_host && !(s->output_host = calloc((size_t)s->n_outputs + 1, sizeof *s->output_host)))
         return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
     for (int i = 0; i < s->n_outputs; i++) {
         struct rt_value *v = s->values[s->output_values[i]];
+        if (v->container)
+            continue;   /* sequences and optionals are read element by element */
         void *p = realloc(s->output_host[i], tensor_size_bytes(&v->t) + 1);
         if (!p)
             return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
@@ -180,6 +199,37 @@ static void drop_if_unused(struct dtrx_session *s, struct rt_value *v)
         rt_value_release(s, v);
 }
 
+void rt_value_hold(struct dtrx_session *s, int id)
+{
+    s->values[id]->remaining++;
+}
+
+void rt_value_unhold(struct dtrx_session *s, int id)
+{
+    struct rt_value *v = s->values[id];
+    v->remaining--;
+    drop_if_unused(s, v);
+}
+
+enum dtrx_status rt_tape_push(struct dtrx_session *s, struct rt_call *c)
+{
+    if (s->n_tape == s->tape_capacity) {
+        int cap = s->tape_capacity ? s->tape_capacity * 2 : 256;
+        struct rt_call **grown = realloc(s->tape, sizeof *grown * (size_t)cap);
+        if (!grown)
+            return rt_fail(DTRX_ERR_INTERNAL, "out of host memory recording the tape");
+        s->tape = grown;
+        s->tape_capacity = cap;
+    }
+    /* The first call reading a parameter: its gradient is final once the
+     * backward pass has passed it (train.c, pin_final_grads). */
+    for (int i = 0; s->train.first_use && i < c->n_in; i++)
+        if (c->in[i] >= 0 && c->in[i] < s->train.n_first_use && s->train.first_use[c->in[i]] < 0)
+            s->train.first_use[c->in[i]] = s->n_tape;
+    s->tape[s->n_tape++] = c;
+    return DTRX_OK;
+}
+
 /* In training, a call computed from a parameter will be differentiated: its
  * saved inputs and outputs are held (one extra count each) until its
  * gradient has been emitted. */
@@ -210,8 +260,40 @@ uint64_t rt_call_seed(const struct dtrx_session *s, uint64_t index)
     return z ^ (z >> 31);
 }
 
+enum dtrx_status rt_run_call(struct dtrx_session *s, struct rt_call *c)
+{
+    enum dtrx_status st;
+    int container_in = c->n_in > 0 && c->in[0] >= 0 && s->values[c->in[0]]->container;
+    if (c->def->runtime || (container_in && !strcmp(c->def->name, "Identity"))) {
+        st = rt_control_exec(s, c);
+    } else {
+        for (int i = 0; i < c->n_in; i++)
+            if (c->in[i] >= 0 && s->values[c->in[i]]->container)
+                return rt_fail(DTRX_ERR_INPUT, "node '%s' (%s): input '%s' is a %s, not a tensor", c->name,
+                               c->def->name, s->values[c->in[i]]->name,
+                               s->values[c->in[i]]->container == RT_SEQUENCE ? "sequence" : "optional");
+        st = rt_call_exec(s, c);
+        if (!st && s->taping) {
+            hold_saved(s, c);
+            st = rt_tape_push(s, c);
+        }
+    }
+    if (st)
+        return st;
+    for (int i = 0; i < c->n_in; i++)
+        if (c->in[i] >= 0)
+            rt_value_unhold(s, c->in[i]);
+    for (int i = 0; i < c->n_out; i++)
+        if (c->out[i] >= 0)
+            drop_if_unused(s, s->values[c->out[i]]);
+    return DTRX_OK;
+}
+
 enum dtrx_status rt_forward(struct dtrx_session *s, int training)
 {
+    /* Calls and values a previous run instantiated from subgraphs go first. */
+    if (!training)
+        rt_emitted_free(s);
     for (int i = 0; i < s->n_inputs; i++)
         if (!s->values[s->input_values[i]]->storage)
             return rt_fail(DTRX_ERR_INPUT, "graph input '%s' has no value (give it with --input)",
@@ -222,23 +304,15 @@ enum dtrx_status rt_forward(struct dtrx_session *s, int training)
     for (int i = 0; i < s->n_values; i++)
         s->values[i]->remaining = s->values[i]->consumers;
     s->env.training = training;
+    s->taping = training;
+    s->n_tape = 0;
+    for (int i = 0; training && s->train.first_use && i < s->train.n_first_use; i++)
+        s->train.first_use[i] = -1;
 
     for (int k = 0; k < s->n_calls && !st; k++) {
         struct rt_call *c = &s->calls[k];
         c->seed = rt_call_seed(s, (uint64_t)k);
-        st = rt_call_exec(s, c);
-        if (st)
-            break;
-        if (training)
-            hold_saved(s, c);
-        for (int i = 0; i < c->n_in; i++)
-            if (c->in[i] >= 0) {
-                s->values[c->in[i]]->remaining--;
-                drop_if_unused(s, s->values[c->in[i]]);
-            }
-        for (int i = 0; i < c->n_out; i++)
-            if (c->out[i] >= 0)
-                drop_if_unused(s, s->values[c->out[i]]);
+        st = rt_run_call(s, c);
     }
     if (!st)
         st = copy_outputs(s);
@@ -252,6 +326,7 @@ enum dtrx_status dtrx_session_run(struct dtrx_session *s)
     double compute_before = s->stats.total_compute;
     double t0 = rt_now_seconds();
     enum dtrx_status st = rt_forward(s, s->train.active);
+    s->taping = 0;
     if (st)
         return st;
     s->stats.baseline_compute = s->stats.total_compute - compute_before;

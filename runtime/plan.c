@@ -26,6 +26,48 @@ static int new_value(struct dtrx_session *s, struct rt_names *names, const char 
     return id;
 }
 
+int rt_scope_lookup(const struct rt_scope *scope, const char *name)
+{
+    for (; scope; scope = scope->parent) {
+        int id = rt_names_get(&scope->names, name);
+        if (id >= 0)
+            return id;
+    }
+    return -1;
+}
+
+/* The names a control node's subgraphs read from enclosing scopes: its
+ * implicit inputs, which must stay alive until the node has run. */
+static int implicit_input_count(const struct onnx_node *n)
+{
+    int count = 0;
+    for (int a = 0; a < n->n_attrs; a++) {
+        const struct onnx_attr *at = &n->attrs[a];
+        if (at->type == ONNX_ATTR_GRAPH && at->g)
+            count += at->g->n_outer_refs;
+        for (int k = 0; at->type == ONNX_ATTR_GRAPHS && k < at->n; k++)
+            count += at->graphs[k] ? at->graphs[k]->n_outer_refs : 0;
+    }
+    return count;
+}
+
+static const char *implicit_input_name(const struct onnx_node *n, int index)
+{
+    for (int a = 0; a < n->n_attrs; a++) {
+        const struct onnx_attr *at = &n->attrs[a];
+        int ng = at->type == ONNX_ATTR_GRAPH ? 1 : at->type == ONNX_ATTR_GRAPHS ? at->n : 0;
+        for (int k = 0; k < ng; k++) {
+            const struct onnx_graph *g = at->type == ONNX_ATTR_GRAPH ? at->g : at->graphs[k];
+            if (!g)
+                continue;
+            if (index < g->n_outer_refs)
+                return g->outer_refs[index];
+            index -= g->n_outer_refs;
+        }
+    }
+    return NULL;
+}
+
 /* Initializers become resident storages in the arena: parameters count
  * against the budget like every other tensor. */
 static enum dtrx_status load_initializer(struct dtrx_session *s, struct rt_value *v,
@@ -40,12 +82,11 @@ static enum dtrx_status load_initializer(struct dtrx_session *s, struct rt_value
     enum dtrx_status st = rt_value_alloc(s, v);
     if (st)
         return st;
-    memcpy(v->t.data, init->data, tensor_size_bytes(&v->t));
-    return DTRX_OK;
+    return rt_to_device(s, v->t.data, init->data, tensor_size_bytes(&v->t));
 }
 
-static enum dtrx_status build_call(struct dtrx_session *s, struct rt_names *names,
-                                   const struct onnx_node *n, struct rt_call *c)
+enum dtrx_status rt_call_build(struct dtrx_session *s, struct rt_scope *scope, const struct onnx_node *n,
+                               struct rt_call *c, int dynamic)
 {
     int64_t opset = onnx_model_opset(s->model, n->domain);
     const char *domain_shown = n->domain[0] ? n->domain : "ai.onnx";
@@ -67,33 +108,43 @@ static enum dtrx_status build_call(struct dtrx_session *s, struct rt_names *name
         if (d->parse(n, c->version, &c->params, err, sizeof err))
             return rt_fail(DTRX_ERR_INPUT, "node '%s' (%s): %s", n->name, n->op_type, err);
     }
-    c->n_in = n->n_inputs;
+    int n_implicit = d->runtime ? implicit_input_count(n) : 0;
+    c->n_in = n->n_inputs + n_implicit;
     c->n_out = n->n_outputs;
     c->in = malloc(sizeof(int) * (size_t)(c->n_in + 1));
     c->out = malloc(sizeof(int) * (size_t)(c->n_out + 1));
     if (!c->in || !c->out)
         return rt_fail(DTRX_ERR_INTERNAL, "out of host memory building node '%s'", n->name);
-    for (int i = 0; i < n->n_inputs; i++) {
-        if (!n->inputs[i][0]) {
+    for (int i = 0; i < c->n_in; i++) {
+        const char *name = i < n->n_inputs ? n->inputs[i] : implicit_input_name(n, i - n->n_inputs);
+        if (!name[0]) {
             c->in[i] = -1;
             continue;
         }
-        int id = rt_names_get(names, n->inputs[i]);
+        int id = rt_scope_lookup(scope, name);
+        if (id < 0 && i >= n->n_inputs)
+            return rt_fail(DTRX_ERR_INPUT, "node '%s' (%s): a subgraph reads '%s', which no enclosing graph defines",
+                           n->name, n->op_type, name);
         if (id < 0)
             return rt_fail(DTRX_ERR_INPUT, "node '%s': input '%s' is produced by no node, input or initializer",
-                           n->name, n->inputs[i]);
+                           n->name, name);
         c->in[i] = id;
-        s->values[id]->consumers++;
+        if (dynamic)
+            s->values[id]->remaining++;
+        else
+            s->values[id]->consumers++;
     }
     for (int i = 0; i < n->n_outputs; i++) {
         if (!n->outputs[i][0]) {
             c->out[i] = -1;
             continue;
         }
-        if (rt_names_get(names, n->outputs[i]) >= 0)
+        if (rt_names_get(&scope->names, n->outputs[i]) >= 0)
             return rt_fail(DTRX_ERR_INPUT, "node '%s': value '%s' is produced twice", n->name,
                            n->outputs[i]);
-        c->out[i] = new_value(s, names, n->outputs[i], RT_VALUE_INTERMEDIATE);
+        c->out[i] = new_value(s, &scope->names, n->outputs[i], RT_VALUE_INTERMEDIATE);
+        if (c->out[i] >= 0)
+            s->values[c->out[i]]->grad = -1;
         if (c->out[i] < 0)
             return rt_fail(DTRX_ERR_INTERNAL, "out of host memory building node '%s'", n->name);
     }
@@ -112,24 +163,24 @@ enum dtrx_status rt_plan_build(struct dtrx_session *s)
     s->input_set = calloc((size_t)g->n_inputs + 1, sizeof(int));
     s->output_values = calloc((size_t)g->n_outputs + 1, sizeof(int));
     s->output_desc = calloc((size_t)g->n_outputs + 1, sizeof *s->output_desc);
-    struct rt_names names;
+    struct rt_names *names = &s->main_scope.names;
     if (!s->calls || !s->input_values || !s->input_desc || !s->input_set ||
-        !s->output_values || !s->output_desc || rt_names_init(&names, cap))
+        !s->output_values || !s->output_desc || rt_names_init(&s->main_scope.names, cap))
         return rt_fail(DTRX_ERR_INTERNAL, "out of host memory building the plan");
 
     enum dtrx_status st = DTRX_OK;
     for (int i = 0; i < g->n_initializers && !st; i++) {
         const struct onnx_tensor *init = &g->initializers[i];
-        if (rt_names_get(&names, init->name) >= 0) {
+        if (rt_names_get(names, init->name) >= 0) {
             st = rt_fail(DTRX_ERR_INPUT, "initializer '%s' is defined twice", init->name);
             break;
         }
-        int id = new_value(s, &names, init->name, RT_VALUE_INITIALIZER);
+        int id = new_value(s, names, init->name, RT_VALUE_INITIALIZER);
         st = id < 0 ? rt_fail(DTRX_ERR_INTERNAL, "out of host memory") : load_initializer(s, s->values[id], init);
     }
     for (int i = 0; i < g->n_inputs && !st; i++) {
         const struct onnx_value_info *vi = &g->inputs[i];
-        if (rt_names_get(&names, vi->name) >= 0) {
+        if (rt_names_get(names, vi->name) >= 0) {
             st = rt_fail(DTRX_ERR_INPUT, "graph input '%s' is defined twice", vi->name);
             break;
         }
@@ -137,7 +188,7 @@ enum dtrx_status rt_plan_build(struct dtrx_session *s)
             st = rt_fail(DTRX_ERR_INPUT, "graph input '%s': only tensor inputs are supported", vi->name);
             break;
         }
-        s->input_values[s->n_inputs] = new_value(s, &names, vi->name, RT_VALUE_INPUT);
+        s->input_values[s->n_inputs] = new_value(s, names, vi->name, RT_VALUE_INPUT);
         if (s->input_values[s->n_inputs] < 0) {
             st = rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
             break;
@@ -146,12 +197,12 @@ enum dtrx_status rt_plan_build(struct dtrx_session *s)
         s->n_inputs++;
     }
     for (int i = 0; i < g->n_nodes && !st; i++) {
-        st = build_call(s, &names, &g->nodes[i], &s->calls[i]);
+        st = rt_call_build(s, &s->main_scope, &g->nodes[i], &s->calls[i], 0);
         s->n_calls = i + 1;
     }
     for (int i = 0; i < g->n_outputs && !st; i++) {
         const struct onnx_value_info *vi = &g->outputs[i];
-        int id = rt_names_get(&names, vi->name);
+        int id = rt_names_get(names, vi->name);
         if (id < 0) {
             st = rt_fail(DTRX_ERR_INPUT, "graph output '%s' is produced by no node", vi->name);
             break;
@@ -161,6 +212,5 @@ enum dtrx_status rt_plan_build(struct dtrx_session *s)
         value_desc_from_info(&s->output_desc[i], vi);
         s->n_outputs = i + 1;
     }
-    rt_names_free(&names);
     return st;
 }

@@ -9,6 +9,7 @@
 #include "ops/ops.h"
 #include "dtr/dtr.h"
 #include "runtime/arena.h"
+#include "runtime/names.h"
 #include "runtime/dtrexec.h"
 
 /* Records the message for dtrx_last_error() and returns `status`. */
@@ -31,6 +32,14 @@ enum rt_value_kind {
     RT_VALUE_INPUT,
 };
 
+/* A value is a tensor, or a list of other values the runtime keeps for the
+ * sequence and optional operators (control.c). */
+enum rt_container {
+    RT_TENSOR = 0,
+    RT_SEQUENCE,
+    RT_OPTIONAL,
+};
+
 struct rt_value {
     const char *name;
     int kind;                      /* enum rt_value_kind */
@@ -46,6 +55,9 @@ struct rt_value {
     dtr_tensor dt;                 /* under a budget: the value in the current DTR instance */
     int dtr_held;                  /* 1 while the program holds its DTR reference */
     uint64_t trace_id;             /* its name in the op log, 0 when not logged */
+    int container;                 /* enum rt_container */
+    int n_elems;                   /* sequence/optional: the values it holds (each held once) */
+    int *elems;
 };
 
 /* One operator call, as a closure over value indices: what the interpreter,
@@ -65,7 +77,17 @@ struct rt_call {
     const char *origin;            /* emitted calls: what they were emitted for ("loss", a forward node) */
     const struct onnx_node *node;  /* the model node, NULL for emitted calls */
     struct onnx_node *emitted;     /* the synthetic node of an emitted call (owned) */
+    char *owned_name;              /* calls instantiated from a subgraph: "<control node>/<iteration>/<node>" */
+    const struct rt_scope *scope;  /* control calls: where their subgraphs' outer names resolve (NULL: main graph) */
 };
+
+/* Names visible while a graph is instantiated: its own, then its parents'. */
+struct rt_scope {
+    const struct rt_scope *parent;
+    struct rt_names names;
+};
+
+int rt_scope_lookup(const struct rt_scope *scope, const char *name);
 
 /* Training state: the parameters, their optimizer state, and the calls and
  * values emitted during the current step (freed when the step ends). */
@@ -75,7 +97,8 @@ struct rt_train {
     int n_params;
     int *params;                   /* value ids of trainable initializers */
     int *state;                    /* 2 optimizer-state value ids per parameter, -1 unused */
-    int *first_use;                /* per value id present at train_begin: first call reading it, -1 */
+    int *first_use;                /* per value id present at train_begin: first tape entry reading it, -1 */
+    int n_first_use;
     size_t grad_bytes;             /* all parameters' gradients */
     int64_t step;
     int labels;                    /* value id of the targets, -1 until set or drawn */
@@ -157,6 +180,13 @@ struct dtrx_session {
     struct rt_budget budget;
     struct rt_recorder *recorder;
     struct rt_step_names step_names;
+    struct rt_scope main_scope;    /* the main graph's names, kept for subgraphs' outer references */
+    /* Training: every call of the step's forward pass and loss in the order
+     * it ran, including the calls of subgraph iterations: what the backward
+     * pass walks. */
+    int taping;
+    int n_tape, tape_capacity;
+    struct rt_call **tape;
     struct rt_plan *plan;          /* a static schedule to follow (planned.c) */
     FILE *trace;
     uint64_t trace_next_id;
@@ -166,10 +196,62 @@ struct dtrx_session {
 
     struct dtrx_stats stats;
     int step_capacity;
+    struct rt_device *device;      /* NULL on the host (device.c) */
 };
+
+/* The session's device (device.c): the backend, host<->tensor copies
+ * (memcpy on the host), host copies of an op's host_inputs around infer()
+ * and the kernel, the kernel of an op on the backend, kernel timing, and
+ * host mirrors of tensors handed out by dtrx_session_tensor (a write to one
+ * reaches the device before the next run). */
+struct rt_device;
+enum dtrx_status rt_device_open(struct dtrx_session *s);
+void rt_device_close(struct dtrx_session *s);
+const struct backend *rt_backend(const struct dtrx_session *s);
+int rt_device_on_host(const struct dtrx_session *s);
+enum dtrx_status rt_to_device(struct dtrx_session *s, void *dst, const void *src, size_t bytes);
+enum dtrx_status rt_to_host(const struct dtrx_session *s, void *dst, const void *src, size_t bytes);
+/* `data` itself on the host, else a host copy valid until the next call; NULL on failure. */
+const void *rt_host_view(struct dtrx_session *s, const void *data, size_t bytes);
+int (*rt_kernel_of(struct dtrx_session *s, const struct op_def *def))(struct op_call *);
+int rt_call_infer(struct dtrx_session *s, struct op_call *call);
+int rt_kernel_run(struct dtrx_session *s, int (*kernel)(struct op_call *), struct op_call *call);
+double rt_kernel_timer_begin(struct dtrx_session *s);
+double rt_kernel_timer_end(struct dtrx_session *s, double t0);
+/* The time once the device has finished the work queued so far. */
+double rt_now_synced(struct dtrx_session *s);
+void *rt_host_mirror(struct dtrx_session *s, struct rt_value *v);
+int rt_device_before_run(struct dtrx_session *s);
 
 /* Builds values and calls from the model's graph (session.c). */
 enum dtrx_status rt_plan_build(struct dtrx_session *s);
+/* Builds the call of node `n` in `scope`: inputs resolved there (control
+ * nodes also read their subgraphs' outer names), outputs made new values
+ * named in scope. `dynamic` calls (subgraph instances) hold each input once
+ * (remaining++) where plan calls count consumers. */
+enum dtrx_status rt_call_build(struct dtrx_session *s, struct rt_scope *scope, const struct onnx_node *n,
+                               struct rt_call *c, int dynamic);
+
+/* Runs one call of a forward pass: executes it (or, for runtime ops, the
+ * control flow in control.c), records it on the tape and holds what its
+ * gradient reads when training, and releases inputs no longer needed. */
+enum dtrx_status rt_run_call(struct dtrx_session *s, struct rt_call *c);
+/* Control flow, sequences and optionals (control.c). */
+enum dtrx_status rt_control_exec(struct dtrx_session *s, struct rt_call *c);
+/* One more / one fewer pending read of a value; at none it is released
+ * (unless it is a graph output or persistent). */
+void rt_value_hold(struct dtrx_session *s, int id);
+void rt_value_unhold(struct dtrx_session *s, int id);
+/* Appends a call to the step's tape (training). */
+enum dtrx_status rt_tape_push(struct dtrx_session *s, struct rt_call *c);
+/* Tracks a call made during a step or run: freed with rt_emitted_free. */
+int rt_track_call(struct dtrx_session *s, struct rt_call *c);
+void rt_emitted_free(struct dtrx_session *s);
+/* Builds a call of `op` like rt_emit without running it; out[i] >= 0 names
+ * an existing value to write, -1 asks for a new one (written back). */
+enum dtrx_status rt_emit_build(struct dtrx_session *s, const char *op, const struct onnx_attr *attrs, int n_attrs,
+                               int n_in, const int *in, int n_out, int *out, const char *tag,
+                               struct rt_call **call);
 
 /* The one interposition point: every operator call of the runtime — forward,
  * backward, optimizer — runs through here (exec.c). */

@@ -58,12 +58,6 @@ enum dtrx_status dtrx_session_create(const char *model_path, const struct dtrx_o
         dtrx_options_init(&s->opts);
     if (!s->opts.device)
         s->opts.device = "cpu";
-    if (strcmp(s->opts.device, "cpu")) {
-        enum dtrx_status st = rt_fail(DTRX_ERR_INPUT, "device '%s' is not available (this build runs on: cpu)",
-                                      s->opts.device);
-        free(s);
-        return st;
-    }
     if (s->opts.threads <= 0)
         s->opts.threads = omp_get_num_procs();
     set_threads(s->opts.threads);
@@ -87,20 +81,28 @@ enum dtrx_status dtrx_session_create(const char *model_path, const struct dtrx_o
         free(s);
         return st;
     }
-    if (arena_init(&s->arena, &backend_cpu, s->opts.budget_bytes)) {
+    enum dtrx_status dev = rt_device_open(s);
+    if (dev) {
+        free(s);
+        return dev;
+    }
+    if (arena_init(&s->arena, rt_backend(s), s->opts.budget_bytes)) {
         enum dtrx_status st = rt_fail(s->opts.budget_bytes ? DTRX_ERR_BUDGET : DTRX_ERR_INTERNAL,
-                                      "cannot allocate the tensor arena of %zu bytes", s->opts.budget_bytes);
+                                      "cannot allocate the tensor arena of %zu bytes on %s", s->opts.budget_bytes,
+                                      rt_backend(s)->name);
+        rt_device_close(s);
         free(s);
         return st;
     }
     if (s->opts.trace_path && rt_trace_open(s, s->opts.trace_path)) {
         arena_release(&s->arena);
+        rt_device_close(s);
         free(s);
         return DTRX_ERR_INPUT;
     }
     s->env = (struct op_env){
         .ctx = s, .scratch_alloc = env_scratch_alloc, .scratch_free = env_scratch_free,
-        .backend = &backend_cpu, .threads = s->opts.threads, .seed = s->opts.seed,
+        .backend = rt_backend(s), .threads = s->opts.threads, .seed = s->opts.seed,
         .err = s->op_err, .err_size = sizeof s->op_err,
     };
 
@@ -108,6 +110,7 @@ enum dtrx_status dtrx_session_create(const char *model_path, const struct dtrx_o
     if (onnx_model_load(model_path, &s->model, err, sizeof err)) {
         rt_trace_close(s);
         arena_release(&s->arena);
+        rt_device_close(s);
         free(s);
         return rt_fail(DTRX_ERR_INPUT, "%s", err);
     }
@@ -117,6 +120,7 @@ enum dtrx_status dtrx_session_create(const char *model_path, const struct dtrx_o
         return st;
     }
     s->stats.pinned_bytes = s->arena.in_use_bytes;
+    s->train.base_values = s->n_values;   /* values above are made per run (subgraph instances) */
     *out = s;
     return DTRX_OK;
 }
@@ -150,8 +154,11 @@ void dtrx_session_destroy(struct dtrx_session *s)
     free(s->output_desc);
     free(s->stats.step_seconds);
     free(s->stats.losses);
+    rt_names_free(&s->main_scope.names);
+    free(s->tape);
     onnx_model_free(s->model);
     arena_release(&s->arena);
+    rt_device_close(s);
     free(s);
 }
 
@@ -226,7 +233,8 @@ enum dtrx_status dtrx_session_set_input(struct dtrx_session *s, int index, const
     enum dtrx_status st = rt_value_alloc(s, v);
     if (st)
         return st;
-    memcpy(v->t.data, t->data, tensor_size_bytes(&v->t));
+    if ((st = rt_to_device(s, v->t.data, t->data, tensor_size_bytes(&v->t))))
+        return st;
     s->input_set[index] = 1;
     s->stats.pinned_bytes = s->arena.in_use_bytes;
     return DTRX_OK;
@@ -242,7 +250,7 @@ enum dtrx_status dtrx_session_get_output(const struct dtrx_session *s, int index
     out->dtype = v->t.dtype;
     out->rank = v->t.rank;
     memcpy(out->dims, v->t.dims, sizeof out->dims);
-    out->data = rt_budget_active(s) && !v->storage ? s->output_host[index] : v->t.data;
+    out->data = (rt_budget_active(s) && !v->storage) || !rt_device_on_host(s) ? s->output_host[index] : v->t.data;
     return DTRX_OK;
 }
 
@@ -274,8 +282,9 @@ enum dtrx_status dtrx_session_tensor(struct dtrx_session *s, const char *name, s
         out->dtype = v->t.dtype;
         out->rank = v->t.rank;
         memcpy(out->dims, v->t.dims, sizeof out->dims);
-        out->data = v->t.data;
-        return DTRX_OK;
+        /* On a device: a host copy, written back before the next run. */
+        out->data = rt_host_mirror(s, v);
+        return out->data ? DTRX_OK : DTRX_ERR_INTERNAL;
     }
     return rt_fail(DTRX_ERR_INPUT, "no initializer or input named '%s'", name);
 }

@@ -94,12 +94,9 @@ enum dtrx_status dtrx_session_train_begin(struct dtrx_session *s, const struct d
     t->first_use = malloc(sizeof(int) * (size_t)(s->n_values + 1));
     if (!t->first_use)
         return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+    t->n_first_use = s->n_values;
     for (int i = 0; i < s->n_values; i++)
-        t->first_use[i] = -1;
-    for (int k = s->n_calls - 1; k >= 0; k--)
-        for (int i = 0; i < s->calls[k].n_in; i++)
-            if (s->calls[k].in[i] >= 0)
-                t->first_use[s->calls[k].in[i]] = k;
+        t->first_use[i] = -1;   /* filled as the tape is recorded (rt_tape_push) */
     for (int p = 0; p < t->n_params; p++)
         t->grad_bytes += arena_rounded(tensor_size_bytes(&s->values[t->params[p]]->t));
     s->stats.pinned_bytes = s->arena.in_use_bytes;
@@ -129,8 +126,7 @@ static enum dtrx_status set_persistent(struct dtrx_session *s, int *slot, const 
             return rt_fail(DTRX_ERR_INPUT, "%s: new targets must have the size of the old ones", name);
         v->t = *t;
         v->t.data = v->storage->data;
-        memcpy(v->t.data, t->data, tensor_size_bytes(t));
-        return DTRX_OK;
+        return rt_to_device(s, v->t.data, t->data, tensor_size_bytes(t));
     }
     rt_emitted_free(s);
     int id = rt_persistent_new(s, t, name);
@@ -444,17 +440,17 @@ done:
  * gradient recomputed after an update would see the new weights. Pinning
  * each as soon as it is final, rather than all at the end, spares
  * recomputing them. */
-static enum dtrx_status pin_final_grads(struct dtrx_session *s, int call_index)
+static enum dtrx_status pin_final_grads(struct dtrx_session *s, int tape_index)
 {
     struct rt_train *t = &s->train;
     if (!rt_budget_active(s))
         return DTRX_OK;
-    const struct rt_call *c = &s->calls[call_index];
+    const struct rt_call *c = s->tape[tape_index];
     for (int i = 0; i < c->n_in; i++) {
-        if (c->in[i] < 0)
+        if (c->in[i] < 0 || c->in[i] >= t->n_first_use)
             continue;
         struct rt_value *v = s->values[c->in[i]];
-        if (v->kind != RT_VALUE_INITIALIZER || v->grad < 0 || t->first_use[c->in[i]] != call_index)
+        if (v->kind != RT_VALUE_INITIALIZER || v->grad < 0 || t->first_use[c->in[i]] != tape_index)
             continue;
         enum dtrx_status st = rt_budget_pin(s, s->values[v->grad]);
         if (st) {
@@ -509,12 +505,11 @@ static enum dtrx_status forward_backward(struct dtrx_session *s, double *loss)
     hold_grad(s, s->values[t->loss], seed);
 
     rt_trace_annotate(s, "BACKWARD");
-    /* Emitted loss calls first (newest first), then the model's calls. */
-    int n_loss_calls = t->n_emitted;
-    for (int k = n_loss_calls - 1; k >= 0 && !st; k--)
-        st = backward_call(s, t->emitted[k]);
-    for (int k = s->n_calls - 1; k >= 0 && !st; k--) {
-        st = backward_call(s, &s->calls[k]);
+    /* The tape newest first: the loss, then the forward calls as they ran,
+     * the iterations of loops and the branches taken included. */
+    s->taping = 0;
+    for (int k = s->n_tape - 1; k >= 0 && !st; k--) {
+        st = backward_call(s, s->tape[k]);
         if (!st)
             st = pin_final_grads(s, k);
     }
@@ -580,7 +575,7 @@ enum dtrx_status dtrx_session_train_step(struct dtrx_session *s, double *loss)
     s->stats.baseline_compute = s->stats.total_compute - compute0;
     if (loss)
         *loss = l;
-    return st ? st : rt_record_step(s, rt_now_seconds() - t0, l);
+    return st ? st : rt_record_step(s, rt_now_synced(s) - t0, l);
 }
 
 enum dtrx_status dtrx_session_get_grad(const struct dtrx_session *s, const char *name, struct dtrx_tensor *out)
@@ -597,7 +592,7 @@ enum dtrx_status dtrx_session_get_grad(const struct dtrx_session *s, const char 
         out->rank = g->rank;
         memcpy(out->dims, g->dims, sizeof out->dims);
         out->data = g->data;
-        if (rt_budget_active(s) && !gv->storage) {
+        if ((rt_budget_active(s) && !gv->storage) || !rt_device_on_host(s)) {
             /* Under a budget the gradient may be evicted: read a host copy. */
             struct dtrx_session *ms = (struct dtrx_session *)s;
             void *p = realloc(ms->grad_host, tensor_size_bytes(g) + 1);
@@ -621,7 +616,8 @@ enum dtrx_status dtrx_session_save(struct dtrx_session *s, const char *path)
         for (int k = 0; k < s->n_values; k++) {
             struct rt_value *v = s->values[k];
             if (v->kind == RT_VALUE_INITIALIZER && !v->owned_name && !strcmp(v->name, init->name) && v->storage) {
-                memcpy(init->data, v->t.data, init->size_bytes);
+                if (rt_to_host(s, init->data, v->t.data, init->size_bytes))
+                    return DTRX_ERR_INTERNAL;
                 break;
             }
         }

@@ -1,0 +1,101 @@
+/* ops/control.c — the operators the runtime executes itself: control flow
+ * (If, Loop, Scan) whose subgraphs it instantiates as ordinary calls, and
+ * the sequence and optional operators, which only rearrange lists of tensors.
+ * Here: their registry entries and the checks of their attributes; the
+ * execution is runtime/control.c. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ops/ops.h"
+
+static int need_graph(const struct onnx_node *node, const char *attr, char *err, size_t err_size)
+{
+    const struct onnx_attr *a = onnx_node_attr(node, attr);
+    if (!a || a->type != ONNX_ATTR_GRAPH || !a->g) {
+        snprintf(err, err_size, "node '%s' (%s): attribute '%s' must be a graph", node->name, node->op_type, attr);
+        return -1;
+    }
+    return 0;
+}
+
+static int if_parse(const struct onnx_node *node, int version, void **params, char *err, size_t err_size)
+{
+    if (need_graph(node, "then_branch", err, err_size) || need_graph(node, "else_branch", err, err_size))
+        return -1;
+    const struct onnx_graph *t = onnx_node_attr(node, "then_branch")->g;
+    const struct onnx_graph *e = onnx_node_attr(node, "else_branch")->g;
+    if (t->n_outputs != node->n_outputs || e->n_outputs != node->n_outputs) {
+        snprintf(err, err_size, "node '%s' (If): %d outputs, but the branches produce %d and %d", node->name,
+                 node->n_outputs, t->n_outputs, e->n_outputs);
+        return -1;
+    }
+    if (t->n_inputs || e->n_inputs) {
+        snprintf(err, err_size, "node '%s' (If): branches take no inputs", node->name);
+        return -1;
+    }
+    return 0;
+}
+
+static int loop_parse(const struct onnx_node *node, int version, void **params, char *err, size_t err_size)
+{
+    if (need_graph(node, "body", err, err_size))
+        return -1;
+    const struct onnx_graph *b = onnx_node_attr(node, "body")->g;
+    int carried = node->n_inputs - 2;
+    if (carried < 0) {
+        snprintf(err, err_size, "node '%s' (Loop): needs the inputs M and cond (either may be empty)", node->name);
+        return -1;
+    }
+    if (b->n_inputs != carried + 2) {
+        snprintf(err, err_size, "node '%s' (Loop): body takes %d inputs, expected 2 + %d loop-carried", node->name,
+                 b->n_inputs, carried);
+        return -1;
+    }
+    if (b->n_outputs < carried + 1 || node->n_outputs != b->n_outputs - 1) {
+        snprintf(err, err_size, "node '%s' (Loop): body has %d outputs and the node %d; expected cond + %d "
+                 "loop-carried + scan outputs", node->name, b->n_outputs, node->n_outputs, carried);
+        return -1;
+    }
+    return 0;
+}
+
+static int scan_parse(const struct onnx_node *node, int version, void **params, char *err, size_t err_size)
+{
+    if (need_graph(node, "body", err, err_size))
+        return -1;
+    const struct onnx_attr *a = onnx_node_attr(node, "num_scan_inputs");
+    if (!a || a->type != ONNX_ATTR_INT || a->i < 1 || a->i > node->n_inputs) {
+        snprintf(err, err_size, "node '%s' (Scan): attribute num_scan_inputs must be 1..%d", node->name,
+                 node->n_inputs);
+        return -1;
+    }
+    const struct onnx_graph *b = onnx_node_attr(node, "body")->g;
+    if (b->n_inputs != node->n_inputs || b->n_outputs != node->n_outputs) {
+        snprintf(err, err_size, "node '%s' (Scan): body has %d inputs and %d outputs, the node %d and %d",
+                 node->name, b->n_inputs, b->n_outputs, node->n_inputs, node->n_outputs);
+        return -1;
+    }
+    return 0;
+}
+
+#define RUNTIME_OP(sym, op, min_i, max_i, min_o, max_o, parse_fn, ...) \
+    const struct op_def sym = {                                        \
+        .domain = "", .name = op, .since = { __VA_ARGS__ },            \
+        .min_in = min_i, .max_in = max_i, .min_out = min_o, .max_out = max_o, \
+        .parse = parse_fn, .runtime = 1,                               \
+    }
+
+RUNTIME_OP(op_if, "If", 1, 1, 1, OP_VARIADIC, if_parse, 1, 11, 13, 16, 19, 21, 23, 24, 25);
+RUNTIME_OP(op_loop, "Loop", 2, OP_VARIADIC, 1, OP_VARIADIC, loop_parse, 1, 11, 13, 16, 19, 21, 23, 24, 25);
+RUNTIME_OP(op_scan, "Scan", 1, OP_VARIADIC, 1, OP_VARIADIC, scan_parse, 9, 11, 16, 19, 21, 23, 24, 25);
+RUNTIME_OP(op_sequence_empty, "SequenceEmpty", 0, 0, 1, 1, NULL, 11);
+RUNTIME_OP(op_sequence_construct, "SequenceConstruct", 1, OP_VARIADIC, 1, 1, NULL, 11);
+RUNTIME_OP(op_sequence_insert, "SequenceInsert", 2, 3, 1, 1, NULL, 11);
+RUNTIME_OP(op_sequence_at, "SequenceAt", 2, 2, 1, 1, NULL, 11);
+RUNTIME_OP(op_sequence_erase, "SequenceErase", 1, 2, 1, 1, NULL, 11);
+RUNTIME_OP(op_sequence_length, "SequenceLength", 1, 1, 1, 1, NULL, 11);
+RUNTIME_OP(op_split_to_sequence, "SplitToSequence", 1, 2, 1, 1, NULL, 11, 24);
+RUNTIME_OP(op_concat_from_sequence, "ConcatFromSequence", 1, 1, 1, 1, NULL, 11);
+RUNTIME_OP(op_optional, "Optional", 0, 1, 1, 1, NULL, 15);
+RUNTIME_OP(op_optional_has_element, "OptionalHasElement", 0, 1, 1, 1, NULL, 15, 18);
+RUNTIME_OP(op_optional_get_element, "OptionalGetElement", 1, 1, 1, 1, NULL, 15, 18);
