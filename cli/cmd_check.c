@@ -16,6 +16,7 @@
 struct check_opts {
     double rtol, atol;
     int quiet;
+    const char *device;
 };
 
 static int file_exists(const char *path)
@@ -122,6 +123,56 @@ static int compare(const struct dtrx_tensor *got, const struct onnx_tensor *want
     return -1;
 }
 
+/* A borrowed view of a loaded value as the API's value (free with view_free). */
+static int value_view(const struct onnx_value *v, struct dtrx_value *out)
+{
+    memset(out, 0, sizeof *out);
+    out->kind = v->kind;
+    out->tensor = (struct dtrx_tensor){ .dtype = v->tensor.dtype, .rank = v->tensor.rank, .data = v->tensor.data };
+    memcpy(out->tensor.dims, v->tensor.dims, sizeof out->tensor.dims);
+    if (!v->n_elems)
+        return 0;
+    if (!(out->elems = calloc((size_t)v->n_elems, sizeof *out->elems)))
+        return -1;
+    out->n_elems = v->n_elems;
+    for (int i = 0; i < v->n_elems; i++)
+        if (value_view(&v->elems[i], &out->elems[i]))
+            return -1;
+    return 0;
+}
+
+static void view_free(struct dtrx_value *v)
+{
+    for (int i = 0; i < v->n_elems; i++)
+        view_free(&v->elems[i]);
+    free(v->elems);
+}
+
+/* compare() over sequences and optionals, element by element. */
+static int compare_value(const struct dtrx_value *got, const struct onnx_value *want, const struct check_opts *o,
+                         char *msg, size_t size)
+{
+    static const char *const kinds[] = { "tensor", "sequence", "optional", "value" };
+    if (got->kind != want->kind) {
+        snprintf(msg, size, "a %s, expected a %s", kinds[got->kind & 3], kinds[want->kind & 3]);
+        return -1;
+    }
+    if (got->kind == DTRX_VALUE_TENSOR)
+        return compare(&got->tensor, &want->tensor, o, msg, size);
+    if (got->n_elems != want->n_elems) {
+        snprintf(msg, size, "%s of %d values, expected %d", kinds[got->kind & 3], got->n_elems, want->n_elems);
+        return -1;
+    }
+    for (int i = 0; i < got->n_elems; i++) {
+        char why[400];
+        if (compare_value(&got->elems[i], &want->elems[i], o, why, sizeof why)) {
+            snprintf(msg, size, "element %d: %s", i, why);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int cmp_names(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -159,15 +210,16 @@ static int run_data_set(struct dtrx_session *s, const char *set_dir, const struc
         snprintf(path, sizeof path, "%s/input_%d.pb", set_dir, i);
         if (!file_exists(path))
             break;
-        struct onnx_tensor t;
-        if (onnx_tensor_load(path, &t, err, sizeof err)) {
+        const struct dtrx_value_desc *d = dtrx_session_input(s, i);
+        struct onnx_value t;
+        if (onnx_value_load(path, d ? d->kind : DTRX_VALUE_TENSOR, &t, err, sizeof err)) {
             snprintf(msg, size, "%s", err);
             return DTRX_ERR_INPUT;
         }
-        struct dtrx_tensor in = { .dtype = t.dtype, .rank = t.rank, .data = t.data };
-        memcpy(in.dims, t.dims, sizeof in.dims);
-        enum dtrx_status st = dtrx_session_set_input(s, i, &in);
-        onnx_tensor_clear(&t);
+        struct dtrx_value in;
+        enum dtrx_status st = value_view(&t, &in) ? DTRX_ERR_INTERNAL : dtrx_session_set_input_value(s, i, &in);
+        view_free(&in);
+        onnx_value_clear(&t);
         if (st) {
             snprintf(msg, size, "input_%d.pb: %s", i, dtrx_last_error());
             return st;
@@ -187,19 +239,21 @@ static int run_data_set(struct dtrx_session *s, const char *set_dir, const struc
             }
             break;
         }
-        struct onnx_tensor want;
-        if (onnx_tensor_load(path, &want, err, sizeof err)) {
+        const struct dtrx_value_desc *d = dtrx_session_output(s, i);
+        struct onnx_value want;
+        if (onnx_value_load(path, d ? d->kind : DTRX_VALUE_TENSOR, &want, err, sizeof err)) {
             snprintf(msg, size, "%s", err);
             return DTRX_ERR_INPUT;
         }
-        struct dtrx_tensor got;
-        int bad = dtrx_session_get_output(s, i, &got);
+        struct dtrx_value got;
+        int bad = dtrx_session_get_output_value(s, i, &got);
         char why[512] = "";
         if (bad)
             snprintf(why, sizeof why, "%s", dtrx_last_error());
         else
-            bad = compare(&got, &want, o, why, sizeof why);
-        onnx_tensor_clear(&want);
+            bad = compare_value(&got, &want, o, why, sizeof why);
+        dtrx_value_clear(&got);
+        onnx_value_clear(&want);
         if (bad) {
             snprintf(msg, size, "output %d: %s", i, why);
             return DTRX_ERR_INPUT;
@@ -214,6 +268,7 @@ static int check_dir(const char *dir, const struct check_opts *o)
     snprintf(model, sizeof model, "%s/model.onnx", dir);
     struct dtrx_options opts;
     dtrx_options_init(&opts);
+    opts.device = o->device;
     struct dtrx_session *s = NULL;
     enum dtrx_status st = dtrx_session_create(model, &opts, &s);
     if (st)
@@ -240,24 +295,33 @@ static int check_dir(const char *dir, const struct check_opts *o)
     return st ? -1 : 0;
 }
 
+#define CHECK_USAGE "usage: dtrexec check [--rtol R] [--atol A] [--device cpu|cuda] [--quiet] DIR...\n"
+
 int cmd_check(int argc, char **argv)
 {
-    struct check_opts o = { .rtol = 1e-3, .atol = 1e-7 };
+    struct check_opts o = { .rtol = 1e-3, .atol = 1e-7, .device = "cpu" };
     int n_dirs = 0, failed = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--rtol") && i + 1 < argc)
             o.rtol = atof(argv[++i]);
         else if (!strcmp(argv[i], "--atol") && i + 1 < argc)
             o.atol = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--device") && i + 1 < argc)
+            o.device = argv[++i];
         else if (!strcmp(argv[i], "--quiet"))
             o.quiet = 1;
         else if (argv[i][0] == '-') {
-            fprintf(stderr, "usage: dtrexec check [--rtol R] [--atol A] [--quiet] DIR...\n");
+            fprintf(stderr, CHECK_USAGE);
             return CLI_EXIT_USAGE;
         }
     }
+    /* Once, rather than as the failure of every folder. */
+    if (dtrx_device_check(o.device)) {
+        fprintf(stderr, "dtrexec: %s\n", dtrx_last_error());
+        return CLI_EXIT_USAGE;
+    }
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--rtol") || !strcmp(argv[i], "--atol")) {
+        if (!strcmp(argv[i], "--rtol") || !strcmp(argv[i], "--atol") || !strcmp(argv[i], "--device")) {
             i++;
             continue;
         }
@@ -267,7 +331,7 @@ int cmd_check(int argc, char **argv)
         failed += check_dir(argv[i], &o) != 0;
     }
     if (!n_dirs) {
-        fprintf(stderr, "usage: dtrexec check [--rtol R] [--atol A] [--quiet] DIR...\n");
+        fprintf(stderr, CHECK_USAGE);
         return CLI_EXIT_USAGE;
     }
     printf("%d passed, %d failed\n", n_dirs - failed, failed);

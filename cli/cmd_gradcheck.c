@@ -20,6 +20,7 @@ struct gradcheck_opts {
     int max_elems;
     unsigned long long seed;
     const char *no_grad;           /* comma-separated names that are not differentiable */
+    const char *device;
 };
 
 static int listed(const char *list, const char *name)
@@ -125,7 +126,7 @@ static int check_tensor(struct dtrx_session *s, const char *name, const struct d
 
 int cmd_gradcheck(int argc, char **argv)
 {
-    struct gradcheck_opts o = { .eps = 1e-3, .rtol = 1e-2, .atol = 1e-3, .max_elems = 32, .seed = 7 };
+    struct gradcheck_opts o = { .eps = 1e-3, .rtol = 1e-2, .atol = 1e-3, .max_elems = 32, .seed = 7, .device = "cpu" };
     const char *model = NULL;
     for (int i = 1; i < argc; i++) {
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -141,21 +142,28 @@ int cmd_gradcheck(int argc, char **argv)
             o.seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--no-grad") && val)
             o.no_grad = argv[++i];
+        else if (!strcmp(argv[i], "--device") && val)
+            o.device = argv[++i];
         else if (argv[i][0] != '-' && !model)
             model = argv[i];
         else {
-            fprintf(stderr, "usage: dtrexec gradcheck MODEL.onnx [--eps E] [--rtol R] [--atol A] [--max-elems N] [--seed N] [--no-grad NAME,...]\n");
+            fprintf(stderr, "usage: dtrexec gradcheck MODEL.onnx [--eps E] [--rtol R] [--atol A] [--max-elems N] [--seed N] [--no-grad NAME,...] [--device cpu|cuda]\n");
             return CLI_EXIT_USAGE;
         }
     }
     if (!model || !(o.eps > 0) || o.max_elems < 1) {
-        fprintf(stderr, "usage: dtrexec gradcheck MODEL.onnx [--eps E] [--rtol R] [--atol A] [--max-elems N] [--seed N]\n");
+        fprintf(stderr, "usage: dtrexec gradcheck MODEL.onnx [--eps E] [--rtol R] [--atol A] [--max-elems N] [--seed N] [--no-grad NAME,...] [--device cpu|cuda]\n");
         return CLI_EXIT_USAGE;
     }
     struct dtrx_options opts;
     dtrx_options_init(&opts);
     opts.seed = o.seed;
     opts.threads = 1;
+    opts.device = o.device;
+    if (dtrx_device_check(o.device)) {
+        fprintf(stderr, "dtrexec: %s\n", dtrx_last_error());
+        return CLI_EXIT_USAGE;
+    }
     struct dtrx_session *s = NULL;
     struct dtrx_train_options topts;
     dtrx_train_options_init(&topts);

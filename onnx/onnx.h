@@ -191,6 +191,20 @@ int onnx_tensor_load(const char *path, struct onnx_tensor *out, char *err, size_
 int onnx_tensor_save(const struct onnx_tensor *t, const char *path, char *err, size_t err_size);
 void onnx_tensor_clear(struct onnx_tensor *t);
 
+/* A test-data value: a tensor, or a sequence or optional of values (the
+ * SequenceProto / OptionalProto files of the node tests). An optional holds
+ * 0 or 1 element. */
+struct onnx_value {
+    int kind;                      /* enum onnx_value_kind */
+    struct onnx_tensor tensor;     /* ONNX_VALUE_TENSOR */
+    int n_elems;
+    struct onnx_value *elems;
+};
+
+/* Reads a .pb of the given kind (a tensor also from .npy). */
+int onnx_value_load(const char *path, int kind, struct onnx_value *out, char *err, size_t err_size);
+void onnx_value_clear(struct onnx_value *v);
+
 /* Attribute look-up on a node: NULL / the default when absent or of another
  * kind. An INT attribute read as float (and FLOAT as int) converts; a single
  * INT/FLOAT read as a list gives one element. */

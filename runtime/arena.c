@@ -70,7 +70,7 @@ int arena_init(struct arena *a, const struct backend *backend, size_t budget_byt
 {
     memset(a, 0, sizeof *a);
     const char *poison = getenv("DTRX_POISON");
-    a->poison = poison && *poison && *poison != '0' && backend->kind == BACKEND_CPU;
+    a->poison = poison && *poison && *poison != '0';
     a->backend = backend;
     a->budget_bytes = budget_bytes;
     struct arena_hash *h = calloc(1, sizeof *h);
@@ -150,6 +150,21 @@ static void account(struct arena *a, size_t bytes)
 
 static void *alloc_budgeted(struct arena *a, size_t need, void *owner, int high);
 
+/* 0xff over a new block, on whichever device holds it. */
+static void poison_block(const struct arena *a, void *p, size_t bytes)
+{
+    if (a->backend->kind == BACKEND_CPU) {
+        memset(p, 0xff, bytes);
+        return;
+    }
+    static unsigned char ones[1 << 16];
+    if (!ones[0])
+        memset(ones, 0xff, sizeof ones);
+    for (size_t at = 0; at < bytes; at += sizeof ones)
+        a->backend->copy_to_device(a->backend->ctx, (char *)p + at, ones,
+                                   bytes - at < sizeof ones ? bytes - at : sizeof ones);
+}
+
 void *arena_alloc_high(struct arena *a, size_t bytes, void *owner)
 {
     if (!a->budget_bytes)
@@ -176,7 +191,7 @@ void *arena_alloc(struct arena *a, size_t bytes, void *owner)
         hash_put(a, b);
         account(a, need);
         if (a->poison)
-            memset(b->ptr, 0xff, need);
+            poison_block(a, b->ptr, need);
         return b->ptr;
     }
     return alloc_budgeted(a, need, owner, 0);
@@ -234,7 +249,7 @@ static void *alloc_budgeted(struct arena *a, size_t need, void *owner, int high)
     if (best->offset + need > a->high_water_offset)
         a->high_water_offset = best->offset + need;
     if (a->poison)
-        memset(a->base + best->offset, 0xff, need);
+        poison_block(a, a->base + best->offset, need);
     return a->base + best->offset;
 }
 
@@ -371,7 +386,7 @@ int arena_compact(struct arena *a, arena_movable_fn movable, arena_moved_fn move
         void *old = a->base + b->offset;
         if (b->offset > write && movable(ctx, b->owner, old)) {
             hash_take(a, old, 1);
-            memmove(a->base + write, old, b->size);
+            a->backend->copy(a->backend->ctx, a->base + write, old, b->size);   /* memmove semantics */
             b->offset = write;
             hash_put(a, b);
             moved(ctx, b->owner, old, a->base + write);

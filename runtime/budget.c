@@ -26,7 +26,7 @@ static uint64_t hash_bytes(const void *p, size_t n)
 {
     const unsigned char *b = p;
     uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; b && i < n; i++)   /* NULL: a host copy could not be had */
         h = (h ^ b[i]) * 1099511628211ull;
     return h;
 }
@@ -203,7 +203,7 @@ static enum dtrx_status verify_outputs(struct dtrx_session *s, struct rt_call *c
             continue;
         struct rt_value *v = s->values[c->in[i]];
         dtr_storage st = dtr_tensor_storage(b->dtr, v->dt);
-        if (st < b->capacity && b->hash[st] && b->hash[st] != hash_bytes(v->t.data, tensor_size_bytes(&v->t)))
+        if (st < b->capacity && b->hash[st] && b->hash[st] != hash_bytes(rt_host_view(s, v->t.data, tensor_size_bytes(&v->t)), tensor_size_bytes(&v->t)))
             return rt_fail(DTRX_ERR_INTERNAL, "input '%s' of node '%s' no longer holds the bytes it was computed with",
                            v->name, c->name);
     }
@@ -214,7 +214,7 @@ static enum dtrx_status verify_outputs(struct dtrx_session *s, struct rt_call *c
         dtr_storage st = dtr_tensor_storage(b->dtr, v->dt);
         if (grow_slots(b, st))
             return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
-        uint64_t h = hash_bytes(v->t.data, tensor_size_bytes(&v->t));
+        uint64_t h = hash_bytes(rt_host_view(s, v->t.data, tensor_size_bytes(&v->t)), tensor_size_bytes(&v->t));
         if (!rematerialize) {
             b->hash[st] = h;
         } else if (b->hash[st] != h) {
@@ -257,7 +257,7 @@ static int compute_call(void *ctx, dtr_op op, void *closure, int rematerialize)
     struct rt_call *c = closure;
     if (!c)
         return 0;   /* a constant: the runtime fills it */
-    double t0 = rt_now_seconds();
+    double t0 = rt_kernel_timer_begin(s);
     if (!rematerialize && c == s->budget.pending_call) {
         /* The first execution: the core has named the outputs already. */
         for (int i = 0, k = 0; i < c->n_out; i++)
@@ -292,7 +292,7 @@ static int compute_call(void *ctx, dtr_op op, void *closure, int rematerialize)
     release_workspace(s);
     s->env.recomputing = 0;
     if (!rematerialize && !st)
-        c->measured_seconds = rt_now_seconds() - t0;
+        c->measured_seconds = rt_kernel_timer_end(s, t0);
     if (!st && s->budget.verify) {
         st = verify_outputs(s, c, rematerialize);
         if (st)
@@ -332,7 +332,7 @@ static enum dtrx_status register_constant(struct dtrx_session *s, struct rt_valu
         dtr_storage sto = dtr_tensor_storage(b->dtr, v->dt);
         if (grow_slots(b, sto))
             return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
-        b->hash[sto] = hash_bytes(v->storage->data, tensor_size_bytes(&v->t));
+        b->hash[sto] = hash_bytes(rt_host_view(s, v->storage->data, tensor_size_bytes(&v->t)), tensor_size_bytes(&v->t));
     }
     return DTRX_OK;
 }
@@ -467,7 +467,7 @@ enum dtrx_status rt_budget_exec(struct dtrx_session *s, struct rt_call *c, struc
     for (int i = 0; i < c->n_in && i < 32; i++)
         if (locked >> i & 1)
             s->values[c->in[i]]->t.data = tensor_data(s, s->values[c->in[i]]->dt, 0);
-    if (!st && c->def->infer && c->def->infer(call))
+    if (!st && c->def->infer && rt_call_infer(s, call))
         st = rt_fail(DTRX_ERR_INPUT, "%s", s->op_err[0] ? s->op_err : "shape inference failed");
     if (!st && mutating) {
         /* In-place updates (optimizer steps) run after the backward pass and
@@ -533,15 +533,14 @@ enum dtrx_status rt_budget_read(struct dtrx_session *s, struct rt_value *v, void
     if (v->storage || !rt_budget_active(s) || v->dt == DTR_NONE) {
         if (!v->t.data)
             return rt_fail(DTRX_ERR_INPUT, "'%s' has no value", v->name);
-        memcpy(dst, v->t.data, bytes);
-        return DTRX_OK;
+        return rt_to_host(s, dst, v->t.data, bytes);
     }
     enum dtr_status st = dtr_tensor_acquire(s->budget.dtr, v->dt);
     if (st)
         return dtr_failure(s, NULL, st);
-    memcpy(dst, tensor_data(s, v->dt, 0), bytes);
+    enum dtrx_status copied = rt_to_host(s, dst, tensor_data(s, v->dt, 0), bytes);
     dtr_tensor_unacquire(s->budget.dtr, v->dt);
-    return DTRX_OK;
+    return copied;
 }
 
 /* Makes a value resident for good (until the instance ends). */
@@ -573,8 +572,7 @@ enum dtrx_status rt_budget_constant(struct dtrx_session *s, struct rt_value *v, 
         return rt_fail(st == DTR_ERR_OOM ? DTRX_ERR_BUDGET : DTRX_ERR_INTERNAL, "constant '%s': %s", v->name,
                        dtr_error(s->budget.dtr));
     v->t.data = tensor_data(s, v->dt, 0);
-    memcpy(v->t.data, data, bytes);
-    return DTRX_OK;
+    return rt_to_device(s, v->t.data, data, bytes);
 }
 
 /* Workspace under a budget: when it does not fit, evict (a window first,

@@ -221,7 +221,8 @@ static enum dtrx_status check_input_type(struct dtrx_session *s, const struct rt
 {
     const struct rt_value *v = s->values[id];
     int kind = vi->kind == ONNX_VALUE_SEQUENCE ? RT_SEQUENCE : vi->kind == ONNX_VALUE_OPTIONAL ? RT_OPTIONAL : RT_TENSOR;
-    if (vi->kind != ONNX_VALUE_OTHER && kind != v->container)
+    /* An optional slot also takes a plain value (it then has an element). */
+    if (vi->kind != ONNX_VALUE_OTHER && kind != v->container && kind != RT_OPTIONAL)
         return rt_fail(DTRX_ERR_INPUT, "node '%s' (%s): subgraph input '%s' is declared a %s but receives a %s",
                        c->name, c->def->name, vi->name, container_name(kind), container_name(v->container));
     if (kind == RT_TENSOR && vi->elem_type && vi->elem_type != v->t.dtype)

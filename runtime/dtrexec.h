@@ -44,10 +44,29 @@ struct dtrx_tensor {
 size_t dtrx_dtype_size(int dtype);
 int64_t dtrx_tensor_numel(const struct dtrx_tensor *t);
 
+/* Values that are not plain tensors: sequences (any number of values) and
+ * optionals (none or one), as control-flow models and their tests use. */
+enum dtrx_value_kind {
+    DTRX_VALUE_TENSOR = 0,
+    DTRX_VALUE_SEQUENCE = 1,
+    DTRX_VALUE_OPTIONAL = 2,
+};
+
+struct dtrx_value {
+    int kind;                      /* enum dtrx_value_kind */
+    struct dtrx_tensor tensor;     /* DTRX_VALUE_TENSOR */
+    int n_elems;                   /* sequence: its values; optional: 0 or 1 */
+    struct dtrx_value *elems;
+};
+
+/* Frees what dtrx_session_get_output_value filled in. */
+void dtrx_value_clear(struct dtrx_value *v);
+
 /* Declared type of a graph input or output; dims[i] is -1 where the shape is
  * symbolic (dim_names[i] then names it, or is NULL). */
 struct dtrx_value_desc {
     const char *name;
+    int kind;               /* enum dtrx_value_kind; dtype, rank, dims then describe the elements */
     int dtype;
     int rank;               /* -1 when undeclared */
     int64_t dims[DTRX_MAX_RANK];
@@ -73,6 +92,11 @@ struct dtrx_options {
 
 void dtrx_options_init(struct dtrx_options *o);
 
+/* DTRX_OK when sessions can run on `device` ("cpu", "cuda"); otherwise
+ * DTRX_ERR_INPUT with the reason for dtrx_last_error() ("device 'cuda' is
+ * not available: no CUDA device found"). */
+enum dtrx_status dtrx_device_check(const char *device);
+
 struct dtrx_session;
 
 enum dtrx_status dtrx_session_create(const char *model_path, const struct dtrx_options *opts,
@@ -92,6 +116,8 @@ enum dtrx_status dtrx_session_bind_dim(struct dtrx_session *s, const char *name,
 /* Copies `t` in as graph input `index`; its dtype and the declared fixed
  * dimensions are checked. */
 enum dtrx_status dtrx_session_set_input(struct dtrx_session *s, int index, const struct dtrx_tensor *t);
+/* Copies a value of any kind in as graph input `index`. */
+enum dtrx_status dtrx_session_set_input_value(struct dtrx_session *s, int index, const struct dtrx_value *v);
 /* Fills every input that was not set with seeded random data of its declared
  * shape (symbolic dimensions must have been bound). */
 enum dtrx_status dtrx_session_fill_inputs(struct dtrx_session *s);
@@ -107,6 +133,9 @@ enum dtrx_status dtrx_session_run(struct dtrx_session *s);
  * the session's end. */
 enum dtrx_status dtrx_session_get_output(const struct dtrx_session *s, int index,
                                          struct dtrx_tensor *out);
+/* Output `index` of the last run as a value of any kind: a deep host copy,
+ * freed with dtrx_value_clear. */
+enum dtrx_status dtrx_session_get_output_value(struct dtrx_session *s, int index, struct dtrx_value *out);
 
 /* ---- training ---------------------------------------------------------- */
 

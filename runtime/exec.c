@@ -52,11 +52,11 @@ static enum dtrx_status run_kernel(struct dtrx_session *s, const struct rt_call 
 {
     if (c->def->alias)
         return DTRX_OK;
-    int (*kernel)(struct op_call *) = c->def->kernel[s->env.backend->kind];
+    int (*kernel)(struct op_call *) = rt_kernel_of(s, c->def);
     if (!kernel)
         return rt_fail(DTRX_ERR_INPUT, "node '%s': operator %s has no %s kernel", c->name, c->def->name,
                        s->env.backend->name);
-    if (kernel(call))
+    if (rt_kernel_run(s, kernel, call))
         return rt_fail(DTRX_ERR_INPUT, "%s", s->op_err[0] ? s->op_err : "kernel failed");
     return DTRX_OK;
 }
@@ -93,7 +93,7 @@ static enum dtrx_status exec_unbudgeted(struct dtrx_session *s, struct rt_call *
         if (c->in[i] >= 0 && !s->values[c->in[i]]->storage)
             return rt_fail(DTRX_ERR_INTERNAL, "node '%s': input '%s' is not resident", c->name,
                            s->values[c->in[i]]->name);
-    if (c->def->infer && c->def->infer(call))
+    if (c->def->infer && rt_call_infer(s, call))
         return rt_fail(DTRX_ERR_INPUT, "%s", s->op_err[0] ? s->op_err : "shape inference failed");
     for (int i = 0; i < c->n_out; i++) {
         if (!call->out[i])
@@ -103,9 +103,9 @@ static enum dtrx_status exec_unbudgeted(struct dtrx_session *s, struct rt_call *
         if (st)
             return st;
     }
-    double t0 = rt_now_seconds();
+    double t0 = rt_kernel_timer_begin(s);
     enum dtrx_status st = run_kernel(s, c, call);
-    c->measured_seconds = rt_now_seconds() - t0;
+    c->measured_seconds = rt_kernel_timer_end(s, t0);
     if (!st)
         c->cost_flops = c->def->cost ? c->def->cost(call).flops : 0;
     return st;

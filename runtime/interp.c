@@ -295,7 +295,7 @@ enum dtrx_status rt_forward(struct dtrx_session *s, int training)
     if (!training)
         rt_emitted_free(s);
     for (int i = 0; i < s->n_inputs; i++)
-        if (!s->values[s->input_values[i]]->storage)
+        if (!s->values[s->input_values[i]]->storage && !s->input_set[i])
             return rt_fail(DTRX_ERR_INPUT, "graph input '%s' has no value (give it with --input)",
                            s->values[s->input_values[i]]->name);
     enum dtrx_status st = begin_run(s);

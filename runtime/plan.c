@@ -10,6 +10,8 @@
 static void value_desc_from_info(struct dtrx_value_desc *d, const struct onnx_value_info *vi)
 {
     d->name = vi->name;
+    d->kind = vi->kind == ONNX_VALUE_SEQUENCE ? DTRX_VALUE_SEQUENCE :
+              vi->kind == ONNX_VALUE_OPTIONAL ? DTRX_VALUE_OPTIONAL : DTRX_VALUE_TENSOR;
     d->dtype = vi->elem_type;
     d->rank = vi->rank;
     for (int i = 0; i < vi->rank && i < DTRX_MAX_RANK; i++) {
@@ -184,8 +186,9 @@ enum dtrx_status rt_plan_build(struct dtrx_session *s)
             st = rt_fail(DTRX_ERR_INPUT, "graph input '%s' is defined twice", vi->name);
             break;
         }
-        if (vi->kind != ONNX_VALUE_TENSOR) {
-            st = rt_fail(DTRX_ERR_INPUT, "graph input '%s': only tensor inputs are supported", vi->name);
+        if (vi->kind == ONNX_VALUE_OTHER) {
+            st = rt_fail(DTRX_ERR_INPUT, "graph input '%s': only tensor, sequence and optional inputs are supported",
+                         vi->name);
             break;
         }
         s->input_values[s->n_inputs] = new_value(s, names, vi->name, RT_VALUE_INPUT);

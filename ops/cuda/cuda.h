@@ -20,6 +20,8 @@
  * with the reason in `why`, when no usable device is present. */
 const struct backend *cuda_backend_open(char *why, size_t why_size);
 void cuda_backend_close(const struct backend *b);
+/* What the last failed call of backend b (a copy, an allocation) reported. */
+const char *cuda_backend_last_error(const struct backend *b);
 
 /* The CUDA kernel of an operator (by domain and name, covering every
  * since-version the op_def covers), NULL when it has none. */
