@@ -23,7 +23,10 @@ struct run_args {
     int n_inputs;
     const char *dim_names[RUN_MAX_ARGS];
     long long dim_values[RUN_MAX_ARGS];
+    long long dim_hi[RUN_MAX_ARGS];          /* NAME=LO:HI draws a value per step; hi == value when fixed */
     int n_dims;
+    int fresh;                     /* new dimensions, inputs and targets every step */
+    long long *step_dims;          /* per step, per dim: the values drawn (for --stats) */
     const char *output_dir;
     const char *stats_path;
     const char *device;
@@ -79,7 +82,9 @@ static void run_usage(FILE *f)
     fprintf(f,
             "usage: dtrexec MODEL.onnx [options]\n"
             "  --input NAME=FILE | FILE...  inputs as TensorProto .pb or .npy (positional files bind in order)\n"
-            "  --dim NAME=N                 bind a symbolic dimension for random inputs\n"
+            "  --dim NAME=N|NAME=LO:HI      bind a symbolic dimension for random inputs; a range draws a value\n"
+            "                               per training step (new inputs and targets each step)\n"
+            "  --fresh-inputs               draw new random inputs and targets every training step\n"
             "  --output-dir DIR             write outputs as DIR/output_<i>.pb\n"
             "  --device cpu|cuda            (default cpu)\n"
             "  --threads N  --seed N  --repeat N  --stats FILE.json  --quiet\n"
@@ -126,6 +131,10 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
         }
         if (!strcmp(arg, "--train")) {
             a->train = 1;
+            continue;
+        }
+        if (!strcmp(arg, "--fresh-inputs")) {
+            a->fresh = 1;
             continue;
         }
         if (!strcmp(arg, "--verify-remat")) {
@@ -177,12 +186,22 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
         } else if (!strcmp(arg, "--dim")) {
             const char *eq = strchr(val, '=');
             if (!eq || eq == val || a->n_dims == RUN_MAX_ARGS) {
-                fprintf(stderr, "dtrexec: --dim expects NAME=N, got '%s'\n", val);
+                fprintf(stderr, "dtrexec: --dim expects NAME=N or NAME=LO:HI, got '%s'\n", val);
                 return -1;
             }
-            if (parse_count("--dim", eq + 1, 1, &n))
+            const char *colon = strchr(eq + 1, ':');
+            long long hi = 0;
+            char lo_text[64];
+            snprintf(lo_text, sizeof lo_text, "%.*s", colon ? (int)(colon - eq - 1) : 63, eq + 1);
+            if (parse_count("--dim", lo_text, 1, &n) || (colon && parse_count("--dim", colon + 1, 1, &hi)))
                 return -1;
+            if (colon && hi < n) {
+                fprintf(stderr, "dtrexec: --dim %s: the range is empty\n", val);
+                return -1;
+            }
+            a->fresh |= colon != NULL;
             a->dim_names[a->n_dims] = strndup(val, (size_t)(eq - val));
+            a->dim_hi[a->n_dims] = colon ? hi : n;
             a->dim_values[a->n_dims++] = n;
         } else if (!strcmp(arg, "--output-dir")) {
             a->output_dir = val;
@@ -259,6 +278,12 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
         run_usage(stderr);
         return -1;
     }
+    a->topts.fresh_targets = a->fresh;
+    if (a->fresh && a->n_dims &&
+        !(a->step_dims = calloc((size_t)a->steps * (size_t)a->n_dims + 1, sizeof *a->step_dims))) {
+        fprintf(stderr, "dtrexec: out of memory\n");
+        return -1;
+    }
     return 0;
 too_many:
     fprintf(stderr, "dtrexec: too many inputs (at most %d)\n", RUN_MAX_ARGS);
@@ -267,16 +292,48 @@ too_many:
 
 static void free_run_args(struct run_args *a)
 {
+    free(a->step_dims);
+    a->step_dims = NULL;
     for (int i = 0; i < a->n_inputs; i++)
         free((char *)a->input_names[i]);
     for (int i = 0; i < a->n_dims; i++)
         free((char *)a->dim_names[i]);
 }
 
+/* The value of dimension i at step k: drawn from its range with the seed. */
+static long long dim_at(const struct run_args *a, int i, int k)
+{
+    if (a->dim_hi[i] == a->dim_values[i])
+        return a->dim_values[i];
+    uint64_t z = (uint64_t)a->seed * 0x9e3779b97f4a7c15ull + (uint64_t)k * 0xbf58476d1ce4e5b9ull + (uint64_t)i + 1;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return a->dim_values[i] + (long long)(z % (uint64_t)(a->dim_hi[i] - a->dim_values[i] + 1));
+}
+
+/* Step k of a run with changing shapes: its dimensions and a new draw of the
+ * random inputs. */
+static enum dtrx_status step_inputs(struct dtrx_session *s, struct run_args *a, int k)
+{
+    for (int i = 0; i < a->n_dims; i++) {
+        long long v = dim_at(a, i, k);
+        if (a->step_dims && k < a->steps)
+            a->step_dims[(size_t)k * (size_t)a->n_dims + (size_t)i] = v;
+        enum dtrx_status st = dtrx_session_bind_dim(s, a->dim_names[i], v);
+        if (st)
+            return st;
+    }
+    enum dtrx_status st = dtrx_session_redraw_inputs(s, (uint64_t)k);
+    if (st)
+        fprintf(stderr, "dtrexec: step %d: %s\n", k + 1, dtrx_last_error());
+    return st;
+}
+
 static enum dtrx_status bind_inputs(struct dtrx_session *s, const struct run_args *a)
 {
     for (int i = 0; i < a->n_dims; i++) {
-        enum dtrx_status st = dtrx_session_bind_dim(s, a->dim_names[i], a->dim_values[i]);
+        enum dtrx_status st = dtrx_session_bind_dim(s, a->dim_names[i], dim_at(a, i, 0));
         if (st)
             return st;
     }
@@ -362,6 +419,17 @@ static int write_stats(struct dtrx_session *s, const struct run_args *a)
     for (int i = 0; i < st.runs; i++)
         fprintf(f, "%s%.9g", i ? ", " : "", st.step_seconds[i]);
     fprintf(f, "]");
+    if (a->fresh && a->step_dims && a->n_dims) {
+        fprintf(f, ",\n  \"step_dims\": [");
+        for (int k = 0; k < st.runs && k < a->steps; k++) {
+            fprintf(f, "%s{", k ? ", " : "");
+            for (int i = 0; i < a->n_dims; i++)
+                fprintf(f, "%s\"%s\": %lld", i ? ", " : "", a->dim_names[i],
+                        a->step_dims[(size_t)k * (size_t)a->n_dims + (size_t)i]);
+            fprintf(f, "}");
+        }
+        fprintf(f, "]");
+    }
     if (a->train) {
         fprintf(f, ",\n  \"loss\": [");
         for (int i = 0; i < st.runs; i++)
@@ -391,7 +459,7 @@ static enum dtrx_status load_labels(struct dtrx_session *s, const char *path)
     return st;
 }
 
-static enum dtrx_status train(struct dtrx_session *s, const struct run_args *a)
+static enum dtrx_status train(struct dtrx_session *s, struct run_args *a)
 {
     enum dtrx_status st = dtrx_session_train_begin(s, &a->topts);
     if (!st && a->labels_path)
@@ -405,6 +473,8 @@ static enum dtrx_status train(struct dtrx_session *s, const struct run_args *a)
     int tty = isatty(fileno(stderr));
     for (int k = 0; k < a->steps && !st; k++) {
         double loss = 0;
+        if (a->fresh && (st = step_inputs(s, a, k)))
+            return st;
         st = dtrx_session_train_step(s, &loss);
         if (st)
             break;
@@ -503,6 +573,7 @@ static enum dtrx_status measure_peak(const struct run_args *a, const struct dtrx
     one.steps = 1;
     one.quiet = 1;
     one.save_path = NULL;
+    one.step_dims = NULL;
     struct dtrx_session *s = NULL;
     enum dtrx_status st = dtrx_session_create(a->model, &opts, &s);
     if (!st)
@@ -512,8 +583,10 @@ static enum dtrx_status measure_peak(const struct run_args *a, const struct dtrx
         st = dtrx_session_train_begin(s, &a->topts);
         if (!st && a->labels_path)
             st = load_labels(s, a->labels_path);
-        if (!st)
-            st = dtrx_session_train_step(s, &loss);
+        /* With shapes that change per step, the peak of the whole run. */
+        for (int k = 0; k < (a->fresh ? a->steps : 1) && !st; k++)
+            if (!(a->fresh && (st = step_inputs(s, &one, k))))
+                st = dtrx_session_train_step(s, &loss);
     } else if (!st) {
         st = dtrx_session_run(s);
     }

@@ -118,6 +118,10 @@ enum dtrx_status dtrx_session_bind_dim(struct dtrx_session *s, const char *name,
 enum dtrx_status dtrx_session_set_input(struct dtrx_session *s, int index, const struct dtrx_tensor *t);
 /* Copies a value of any kind in as graph input `index`. */
 enum dtrx_status dtrx_session_set_input_value(struct dtrx_session *s, int index, const struct dtrx_value *v);
+/* Draws new random data, for round `round`, into every input that was not
+ * set (0 is what dtrx_session_fill_inputs draws): a new batch per step, of
+ * the shapes the current dimension bindings give. */
+enum dtrx_status dtrx_session_redraw_inputs(struct dtrx_session *s, uint64_t round);
 /* Fills every input that was not set with seeded random data of its declared
  * shape (symbolic dimensions must have been bound). */
 enum dtrx_status dtrx_session_fill_inputs(struct dtrx_session *s);
@@ -165,6 +169,9 @@ struct dtrx_train_options {
     int hf_bias_correction;   /* 1: HuggingFace's convention (step size scaled), 0: PyTorch's */
     const char *freeze;       /* comma-separated fnmatch patterns of initializers not to train */
     int grad_inputs;          /* 1: float graph inputs also get gradients (gradient checks) */
+    /* 1: seeded random targets are drawn anew every step, shaped like that
+     * step's output (models whose shapes change from step to step). */
+    int fresh_targets;
 };
 
 void dtrx_train_options_init(struct dtrx_train_options *o);

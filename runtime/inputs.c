@@ -79,7 +79,8 @@ enum dtrx_status dtrx_session_fill_inputs(struct dtrx_session *s)
         tmp.data = malloc(bytes ? bytes : 1);
         if (!tmp.data)
             return rt_fail(DTRX_ERR_INTERNAL, "out of host memory for input '%s'", d->name);
-        fill_random(&tmp, s->opts.seed * 1000003u + (uint64_t)i + 1, index_bound(s, s->input_values[i]));
+        fill_random(&tmp, s->opts.seed * 1000003u + (uint64_t)i + 1 + s->input_round * 0x9e3779b97f4a7c15ull,
+                    index_bound(s, s->input_values[i]));
         t.data = tmp.data;
         enum dtrx_status st = dtrx_session_set_input(s, i, &t);
         free(tmp.data);
@@ -88,4 +89,10 @@ enum dtrx_status dtrx_session_fill_inputs(struct dtrx_session *s)
         s->input_set[i] = 0;   /* still "not given": a later --dim may reshape it */
     }
     return DTRX_OK;
+}
+
+enum dtrx_status dtrx_session_redraw_inputs(struct dtrx_session *s, uint64_t round)
+{
+    s->input_round = round;
+    return dtrx_session_fill_inputs(s);
 }

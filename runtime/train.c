@@ -169,7 +169,8 @@ static enum dtrx_status draw_targets(struct dtrx_session *s, int loss, const str
     t.data = malloc(bytes ? bytes : 1);
     if (!t.data)
         return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
-    uint64_t state = s->opts.seed * 7919u + 17;
+    uint64_t state = s->opts.seed * 7919u + 17 +
+                     (s->train.opts.fresh_targets ? (uint64_t)s->train.step * 0x9e3779b97f4a7c15ull : 0);
     for (int64_t i = 0; i < tensor_numel(&t); i++) {
         uint64_t r = splitmix64(&state);
         if (t.dtype == ONNX_DTYPE_INT64)
@@ -179,7 +180,14 @@ static enum dtrx_status draw_targets(struct dtrx_session *s, int loss, const str
         else
             ((float *)t.data)[i] = (float)((double)(r >> 11) * 0x1.0p-53 * 2 - 1);
     }
-    enum dtrx_status st = set_persistent(s, slot, &t, name);
+    enum dtrx_status st = DTRX_OK;
+    if (s->train.opts.fresh_targets) {
+        /* A constant of this step only: the next step draws its own. */
+        if ((*slot = rt_constant(s, &t, name)) < 0)
+            st = rt_fail(DTRX_ERR_BUDGET, "no memory for this step's random targets");
+    } else {
+        st = set_persistent(s, slot, &t, name);
+    }
     free(t.data);
     return st;
 }
@@ -227,9 +235,12 @@ static enum dtrx_status emit_loss(struct dtrx_session *s, int *loss_out)
         if (yt->rank < 2)
             return rt_fail(DTRX_ERR_INPUT, "cross-entropy needs logits of rank >= 2, output '%s' has rank %d",
                            s->values[y]->name, yt->rank);
-        if (t->labels < 0 && (st = draw_targets(s, kind, yt, &t->labels, "labels")))
+        int labels = t->labels;
+        if (labels < 0 && (st = draw_targets(s, kind, yt, t->opts.fresh_targets ? &labels : &t->labels, "labels")))
             return st;
-        const struct tensor *lt = &s->values[t->labels]->t;
+        if (labels < 0)
+            labels = t->labels;
+        const struct tensor *lt = &s->values[labels]->t;
         int ok = lt->dtype == ONNX_DTYPE_INT64 && lt->rank == yt->rank - 1 && lt->dims[0] == yt->dims[0];
         for (int i = 2; ok && i < yt->rank; i++)
             ok = lt->dims[i - 1] == yt->dims[i];
@@ -238,12 +249,13 @@ static enum dtrx_status emit_loss(struct dtrx_session *s, int *loss_out)
             return rt_fail(DTRX_ERR_INPUT, "labels %s do not fit logits %s: cross-entropy wants int64 class indices [N, d1..dk]",
                            tensor_describe(lt, a, sizeof a), tensor_describe(yt, b, sizeof b));
         }
-        int in[2] = { y, t->labels };
+        int in[2] = { y, labels };
         return rt_emit(s, "SoftmaxCrossEntropyLoss", NULL, 0, 2, in, 1, loss_out, "loss");
     }
     case DTRX_LOSS_MSE:
     case DTRX_LOSS_WEIGHTED_SUM: {
-        int *slot = &t->labels;   /* targets for MSE, weights for the weighted sum */
+        int fresh = -1;
+        int *slot = t->labels < 0 && t->opts.fresh_targets ? &fresh : &t->labels;   /* targets, or weights */
         if (*slot < 0 && (st = draw_targets(s, DTRX_LOSS_MSE, yt, slot, "labels")))
             return st;
         const struct tensor *lt = &s->values[*slot]->t;
