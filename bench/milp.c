@@ -60,12 +60,33 @@ static uint64_t gcd64(uint64_t a, uint64_t b)
     return a;
 }
 
+/* Which formulation write_lp writes (DTRX_MILP_FORM=paper for the
+ * published one; bench/milp_speed.py compares them):
+ *   paper: Checkmate's rows: each F tied to its hazard count h by two
+ *     aggregated rows, 1 - F <= h and maxh (1 - F) >= h (F = 1 exactly when
+ *     nothing holds the value).
+ *   default: only the second row (F may be 1 only when h = 0). Freeing
+ *     never hurts, so a solution that frees less than it may is only
+ *     conservative (U stays an upper bound of the memory in use): the same
+ *     integer optima and LP bound with a third fewer rows. Also fixed by
+ *     bounds: outputs are never recomputed (R = 0 once kept) and no F whose
+ *     value the stage's own node reads later is 1.
+ * (A disaggregated form, F continuous with one row per hazard, has the same
+ * integer optima but its LP took HiGHS's simplex 6x the iterations on
+ * MobileNet without converging: measured, not kept.) */
+static int milp_paper_form(void)
+{
+    const char *e = getenv("DTRX_MILP_FORM");
+    return e && !strcmp(e, "paper");
+}
+
 /* Writes the model; budget_units: U's bound. Returns 0 or -1. */
 static int write_lp(const char *path, const struct plan_graph *g, const double *M, double budget_units, int relax)
 {
     FILE *f = fopen(path, "w");
     if (!f)
         return -1;
+    int paper = milp_paper_form();
     uint32_t T = g->n;
     /* objective */
     fprintf(f, "Minimize\n obj:");
@@ -91,11 +112,11 @@ static int write_lp(const char *path, const struct plan_graph *g, const double *
                 uint32_t u = g->preds[q];
                 fprintf(f, " d%u_%u_%u: R%u_%u - R%u_%u - S%u_%u <= 0\n", t, u, v, t, v, t, u, t, u);
             }
-        /* frees: hazards h = 1 - R[t,k] + S[t+1,i] + sum R[t,j] (+1 for an
-         * output in the last stage); F = 1 exactly when h = 0:
-         *   1 - F <= h   and   maxh (1 - F) >= h */
         for (uint32_t k = 0; k <= t; k++)
             for (uint32_t q = g->pred_at[k]; q <= g->pred_at[k + 1]; q++) {
+                /* hazards h = 1 - R[t,k] + S[t+1,i] + sum R[t,j]
+                 * (+1 for an output in the last stage); F = 1 exactly when
+                 * h = 0:   1 - F <= h   and   maxh (1 - F) >= h */
                 uint32_t i = q < g->pred_at[k + 1] ? g->preds[q] : k;
                 int last_out = g->sink[i] && t + 1 == T;
                 int maxh = 1 + (t + 1 < T) + last_out;
@@ -106,7 +127,7 @@ static int write_lp(const char *path, const struct plan_graph *g, const double *
                     snprintf(keep, sizeof keep, " - S%u_%u", t + 1, i);
                 /* fa: -F + R[t,k] - S[t+1,i] - sum R <= last_out
                  * fb: -maxh F + R[t,k] - S[t+1,i] - sum R >= 1 + last_out - maxh */
-                for (int row = 0; row < 2; row++) {
+                for (int row = !paper; row < 2; row++) {
                     if (row == 0)
                         fprintf(f, " fa%u_%u_%u: - F%u_%u_%u + R%u_%u%s", t, i, k, t, i, k, t, k, keep);
                     else
@@ -145,16 +166,28 @@ static int write_lp(const char *path, const struct plan_graph *g, const double *
         for (uint32_t k = 0; k <= t; k++)
             fprintf(f, " 0 <= U%u_%u <= %.17g\n", t, k, budget_units);
         for (uint32_t i = 0; i < t; i++)
-            if (g->sink[i])
+            if (g->sink[i]) {
                 fprintf(f, " S%u_%u = 1\n", t, i);
+                if (!paper)
+                    fprintf(f, " R%u_%u = 0\n", t, i);
+            }
         if (relax) {
             /* an LP: every 0/1 variable in [0, 1] */
             for (uint32_t i = 0; i < t; i++)
                 fprintf(f, " R%u_%u <= 1\n S%u_%u <= 1\n", t, i, t, i);
-            for (uint32_t k = 0; k <= t; k++)
-                for (uint32_t q = g->pred_at[k]; q <= g->pred_at[k + 1]; q++)
-                    fprintf(f, " F%u_%u_%u <= 1\n", t, q < g->pred_at[k + 1] ? g->preds[q] : k, k);
         }
+        for (uint32_t k = 0; (relax || !paper) && k <= t; k++)
+            for (uint32_t q = g->pred_at[k]; q <= g->pred_at[k + 1]; q++) {
+                uint32_t i = q < g->pred_at[k + 1] ? g->preds[q] : k;
+                /* a value the stage's own node reads later, or an output
+                 * in the last stage, is not freed */
+                int fixed = 0;
+                for (uint32_t p = g->succ_at[i]; !paper && p < g->succ_at[i + 1]; p++)
+                    fixed |= g->succs[p] > k && g->succs[p] == t;
+                if (!paper && g->sink[i] && t + 1 == T)
+                    fixed = 1;
+                fprintf(f, " F%u_%u_%u %s\n", t, i, k, fixed ? "= 0" : "<= 1");
+            }
     }
     if (!relax) {
         fprintf(f, "Binary\n");
@@ -281,19 +314,64 @@ out:
     return rc;
 }
 
-/* A MIP start from a schedule made of stages (plan_schedule_from_s):
- * R = the runs of each stage, S = what is resident when a stage begins,
- * F and U by the model's own definitions. With frees after last use this
- * is the schedule's own memory, so a schedule within the budget is a
- * feasible start (unless the conservative unit rounding says otherwise,
- * and then the solver ignores it). */
-static int write_start(const char *path, const struct plan_graph *g, const double *M, const struct schedule *sc)
+/* Stages of a steps schedule, as Checkmate's frontier-advancing stages:
+ * stage t ends with the first run of node t, so the first runs must come in
+ * node order, and a stage may run each node once, in increasing order.
+ * Returns a copy with the stages set, or -1 when s has no such form. */
+static int stage_copy(const struct plan_graph *g, const struct schedule *s, struct schedule *out)
+{
+    uint32_t T = g->n, next = 0;
+    int32_t *last = malloc((T + 1) * sizeof *last);   /* stage of each node's latest run */
+    int rc = -1;
+    schedule_init(out);
+    if (!last)
+        return -1;
+    for (uint32_t v = 0; v < T; v++)
+        last[v] = -1;
+    int32_t prev = -1;
+    for (uint32_t k = 0; k < s->n_steps; k++) {
+        const struct schedule_step *st = &s->steps[k];
+        if (st->kind == SCHEDULE_RUN) {
+            uint32_t v = st->node;
+            if (last[v] < 0 && v != next)
+                goto out;                       /* a first run out of node order */
+            int32_t stage = (int32_t)next;
+            if (last[v] == stage || (prev >= 0 && out->steps[prev].stage == stage && out->steps[prev].node >= v))
+                goto out;                       /* twice in a stage, or not in increasing order */
+            last[v] = stage;
+            if (v == next)
+                next++;
+            if (schedule_push(out, SCHEDULE_RUN, v, 0))
+                goto out;
+            out->steps[out->n_steps - 1].stage = stage;
+            prev = (int32_t)out->n_steps - 1;
+        } else if (schedule_push(out, SCHEDULE_FREE, st->node, 0)) {
+            goto out;
+        }
+    }
+    rc = next == T ? 0 : -1;
+out:
+    free(last);
+    if (rc)
+        schedule_free(out);
+    return rc;
+}
+
+/* A MIP start from a schedule made of stages (plan_schedule_from_s or
+ * stage_copy): R = the runs of each stage, S = what is resident when a
+ * stage begins, F and U by the model's own definitions. With frees after
+ * last use this is the schedule's own memory in the model's units; *max_u
+ * is its highest U, so the caller can tell whether the start fits the
+ * model's budget (the units are rounded up per value). With f NULL only
+ * max_u is computed. */
+static int start_values(FILE *f, const struct plan_graph *g, const double *M, const struct schedule *sc,
+                        double *max_u)
 {
     uint32_t T = g->n;
     uint8_t *R = calloc((size_t)T * T + 1, 1), *S = calloc((size_t)(T + 1) * T + 1, 1), *res = calloc(T + 1, 1);
-    FILE *f = R && S && res ? fopen(path, "w") : NULL;
     int rc = -1;
-    if (!f)
+    *max_u = 0;
+    if (!R || !S || !res)
         goto out;
     int32_t stage = -1;
     for (uint32_t k = 0; k < sc->n_steps; k++) {
@@ -313,7 +391,7 @@ static int write_start(const char *path, const struct plan_graph *g, const doubl
     }
     for (uint32_t t = 0; t < T; t++) {
         const uint8_t *Rt = R + (size_t)t * T, *St = S + (size_t)t * T, *Sn = S + (size_t)(t + 1) * T;
-        for (uint32_t i = 0; i <= t; i++) {
+        for (uint32_t i = 0; f && i <= t; i++) {
             fprintf(f, "R%u_%u %d\n", t, i, Rt[i]);
             if (i < t)
                 fprintf(f, "S%u_%u %d\n", t, i, St[i]);
@@ -324,13 +402,17 @@ static int write_start(const char *path, const struct plan_graph *g, const doubl
         for (uint32_t k = 0; k <= t; k++) {
             if (k)
                 u += M[k] * Rt[k];
-            fprintf(f, "U%u_%u %.17g\n", t, k, u);
+            if (f)
+                fprintf(f, "U%u_%u %.17g\n", t, k, u);
+            if (u > *max_u)
+                *max_u = u;
             for (uint32_t q = g->pred_at[k]; q <= g->pred_at[k + 1]; q++) {
                 uint32_t i = q < g->pred_at[k + 1] ? g->preds[q] : k;
                 int h = 1 - Rt[k] + (t + 1 < T ? Sn[i] : g->sink[i]);
                 for (uint32_t p = g->succ_at[i]; p < g->succ_at[i + 1]; p++)
                     h += g->succs[p] > k && g->succs[p] <= t && Rt[g->succs[p]];
-                fprintf(f, "F%u_%u_%u %d\n", t, i, k, h == 0);
+                if (f)
+                    fprintf(f, "F%u_%u_%u %d\n", t, i, k, h == 0);
                 if (h == 0)
                     u -= M[i];
             }
@@ -338,11 +420,21 @@ static int write_start(const char *path, const struct plan_graph *g, const doubl
     }
     rc = 0;
 out:
-    if (f && fclose(f))
-        rc = -1;
     free(R);
     free(S);
     free(res);
+    return rc;
+}
+
+static int write_start(const char *path, const struct plan_graph *g, const double *M, const struct schedule *sc)
+{
+    FILE *f = fopen(path, "w");
+    double max_u;
+    if (!f)
+        return -1;
+    int rc = start_values(f, g, M, sc, &max_u);
+    if (fclose(f))
+        rc = -1;
     return rc;
 }
 
@@ -491,6 +583,39 @@ done:
     return rc;
 }
 
+/* The cheapest classic planner's schedule (checkpoint-all, Chen, Griewank)
+ * within the budget that has Checkmate's stage form and fits the model's
+ * memory: PLAN_OK with it in *best, PLAN_INFEASIBLE when none. */
+static enum plan_status classic_start(const struct plan_graph *g, const double *M, double budget_units,
+                                      uint64_t budget_bytes, struct schedule *best, double *best_cost, char *backend,
+                                      size_t backend_size)
+{
+    enum plan_status rc = PLAN_INFEASIBLE;
+    for (int k = PLAN_CHECKPOINT_ALL; k <= PLAN_GRIEWANK; k++) {
+        struct schedule b, staged;
+        struct schedule_result r;
+        char e[400];
+        double max_u;
+        if (plan_make(g, (enum plan_solver)k, budget_bytes, NULL, &b, e, sizeof e) != PLAN_OK)
+            continue;
+        int ok = !schedule_simulate(g, &b, budget_bytes, &r, e, sizeof e) && r.total_compute < *best_cost &&
+                 !stage_copy(g, &b, &staged);
+        schedule_free(&b);
+        if (!ok)
+            continue;
+        if (start_values(NULL, g, M, &staged, &max_u) || max_u > budget_units) {
+            schedule_free(&staged);
+            continue;
+        }
+        schedule_free(best);
+        *best = staged;
+        *best_cost = r.total_compute;
+        snprintf(backend, backend_size, "highs; start %s", plan_solver_name(k));
+        rc = PLAN_OK;
+    }
+    return rc;
+}
+
 enum plan_status plan_checkmate(const struct plan_graph *g, uint64_t budget_bytes, int relax,
                                 const struct plan_options *o, struct schedule *out, char *err, size_t err_size)
 {
@@ -562,6 +687,14 @@ enum plan_status plan_checkmate(const struct plan_graph *g, uint64_t budget_byte
     enum plan_status lrc = lp_round(g, M, budget_units, budget_bytes, o, &rounded, &lp_best, &lp_s, err, err_size);
     if (lrc == PLAN_ERROR)
         goto done;
+    if (!relax && !milp_paper_form() && !(lrc == PLAN_INFEASIBLE && strstr(err, "infeasible"))) {
+        /* and the cheapest classic schedule when it beats the rounding:
+         * HiGHS prunes with the start's cost from its first node */
+        enum plan_status crc = classic_start(g, M, budget_units, budget_bytes, &rounded, &lp_best,
+                                             out->solver.backend, sizeof out->solver.backend);
+        if (crc == PLAN_OK)
+            lrc = PLAN_OK;
+    }
     if (relax) {
         out->solver.solve_seconds = lp_s;
         if (lrc != PLAN_OK) {

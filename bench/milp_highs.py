@@ -18,6 +18,7 @@ usage: milp_highs.py MODEL.lp ANSWER.json [--time-limit S] [--threads N] [--star
 import argparse
 import json
 import math
+import os
 import re
 import sys
 import time
@@ -47,6 +48,17 @@ def main():
         h.setOptionValue("threads", int(a.threads))
     # the solver's own tolerance: optimal means within 1e-4 of the bound
     h.setOptionValue("mip_rel_gap", 1e-4)
+    # DTRX_HIGHS_OPTIONS="name=value,name=value": HiGHS options for
+    # experiments (bench/milp_speed.py); values typed as HiGHS declares them
+    for item in filter(None, os.environ.get("DTRX_HIGHS_OPTIONS", "").split(",")):
+        name, _, value = item.partition("=")
+        got = h.getOptionValue(name.strip())
+        kind = type(got[1] if isinstance(got, tuple) else got)
+        value = value.strip()
+        typed = (value.lower() in ("1", "true", "on")) if kind is bool else kind(value)
+        if h.setOptionValue(name.strip(), typed) == highspy.HighsStatus.kError:
+            print(f"milp_highs.py: bad HiGHS option {item!r}", file=sys.stderr)
+            return 2
     t0 = time.monotonic()
     st = h.readModel(a.model)
     if st == highspy.HighsStatus.kError:
