@@ -370,13 +370,10 @@ static void conv_dnnl_plain_md(const struct nn_geom *g, int has_bias, int arg, d
     }
 }
 
-static dnnl_status_t conv_dnnl_pd(const struct nn_geom *g, int has_bias, int prim, int any,
-                                  dnnl_engine_t eng, const_dnnl_primitive_attr_t attr,
-                                  dnnl_primitive_desc_t *pd)
+/* Strides, dilations and pads of the geometry as oneDNN takes them. */
+static void conv_dnnl_window(const struct nn_geom *g, dnnl_dims_t strides, dnnl_dims_t dil,
+                             dnnl_dims_t pl, dnnl_dims_t pr)
 {
-    dnnl_memory_desc_t src, wei, bia, dst;
-    conv_dnnl_mds(g, has_bias, any, &src, &wei, &bia, &dst);
-    dnnl_dims_t strides, dil, pl, pr;
     for (int i = 0; i < g->nsp; i++) {
         int j = 3 - (int)g->nsp + i;
         strides[i] = g->stride[j];
@@ -384,6 +381,16 @@ static dnnl_status_t conv_dnnl_pd(const struct nn_geom *g, int has_bias, int pri
         pl[i] = g->pad_lo[j];
         pr[i] = g->pad_hi[j];
     }
+}
+
+static dnnl_status_t conv_dnnl_pd(const struct nn_geom *g, int has_bias, int prim, int any,
+                                  dnnl_engine_t eng, const_dnnl_primitive_attr_t attr,
+                                  dnnl_primitive_desc_t *pd)
+{
+    dnnl_memory_desc_t src, wei, bia, dst;
+    conv_dnnl_mds(g, has_bias, any, &src, &wei, &bia, &dst);
+    dnnl_dims_t strides, dil, pl, pr;
+    conv_dnnl_window(g, strides, dil, pl, pr);
     dnnl_convolution_desc_t fd, bd;
     dnnl_status_t st = dnnl_dilated_convolution_forward_desc_init(
         &fd, prim == CONV_PRIM_FWD ? dnnl_forward_inference : dnnl_forward_training,
@@ -1069,6 +1076,24 @@ const struct op_def op_conv_grad_weight = {
 };
 
 int nn_conv_geom(const struct op_call *c, struct nn_geom *g) { return conv_geom(c, g); }
+
+int nn_conv_use_blocked(const struct nn_geom *g) { return conv_use_blocked(g); }
+
+void nn_conv_dnnl_mds(const struct nn_geom *g, int has_bias, int any, dnnl_memory_desc_t *src,
+                      dnnl_memory_desc_t *wei, dnnl_memory_desc_t *bia, dnnl_memory_desc_t *dst)
+{
+    conv_dnnl_mds(g, has_bias, any, src, wei, bia, dst);
+}
+
+dnnl_status_t nn_conv_dnnl_fwd_desc(const struct nn_geom *g, const dnnl_memory_desc_t *src,
+                                    const dnnl_memory_desc_t *wei, const dnnl_memory_desc_t *bia,
+                                    const dnnl_memory_desc_t *dst, dnnl_convolution_desc_t *d)
+{
+    dnnl_dims_t strides, dil, pl, pr;
+    conv_dnnl_window(g, strides, dil, pl, pr);
+    return dnnl_dilated_convolution_forward_desc_init(d, dnnl_forward_inference, dnnl_convolution_direct, src,
+                                                      wei, bia, dst, strides, dil, pl, pr);
+}
 
 int nn_conv_grad_geom(const struct op_call *c, const struct tensor *x, const struct tensor *w,
                       const struct tensor *dy, struct nn_geom *g)

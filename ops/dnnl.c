@@ -29,7 +29,7 @@
 #include "ops/nn-impl.h"
 
 #define DNNL_CACHE_SLOTS 256
-#define DNNL_KEY_MAX 256
+#define DNNL_KEY_MAX 512
 
 struct dnnl_slot {
     unsigned char key[DNNL_KEY_MAX];

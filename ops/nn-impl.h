@@ -154,6 +154,20 @@ int nn_conv_forward(const struct op_call *c, const struct nn_geom *g,
 int nn_conv_forward_gemm(const struct op_call *c, const struct nn_geom *g,
                          const float *x, const float *w, const float *b, float *y);
 
+/* 1 when the shape rule above nn_conv_forward() (conv.c) picks oneDNN's
+ * blocked layouts for this geometry. */
+int nn_conv_use_blocked(const struct nn_geom *g);
+/* The plain (or, with `any`, unconstrained) memory descriptors of a
+ * convolution on g: NCDHW source and destination, [G]OIDHW weights, [M] bias
+ * (zeroed unless has_bias). */
+void nn_conv_dnnl_mds(const struct nn_geom *g, int has_bias, int any, dnnl_memory_desc_t *src,
+                      dnnl_memory_desc_t *wei, dnnl_memory_desc_t *bia, dnnl_memory_desc_t *dst);
+/* The forward-inference convolution descriptor of g on the given memory
+ * descriptors (bia may be NULL). */
+dnnl_status_t nn_conv_dnnl_fwd_desc(const struct nn_geom *g, const dnnl_memory_desc_t *src,
+                                    const dnnl_memory_desc_t *wei, const dnnl_memory_desc_t *bia,
+                                    const dnnl_memory_desc_t *dst, dnnl_convolution_desc_t *d);
+
 /* The oneDNN paths, forced: on the plain layouts, and through oneDNN's
  * blocked layouts with reorders; and the implementation oneDNN chose. */
 int nn_conv_forward_dnnl(const struct op_call *c, const struct nn_geom *g,

@@ -205,6 +205,10 @@ const struct op_def *op_registry_find(const char *domain, const char *name,
 /* Iterates over the registry: returns NULL past the end. */
 const struct op_def *op_registry_at(int index);
 
+/* Bytes of the weight cache (input 8) a dtrexec:FusedConv call over weights
+ * of shape `w` with `group` groups can fill (fused_conv.c); 0 if none fits. */
+size_t op_fused_conv_cache_bytes(const struct tensor *w, int64_t group);
+
 /* ---- helpers shared by operator files --------------------------------- */
 
 /* Numpy-style broadcasting of n shapes into out; -1 (message in err) if they

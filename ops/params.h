@@ -58,6 +58,25 @@ struct conv_grad_params {
     struct nn_shape_attr shape;
 };
 
+/* ops/fused_conv.c: dtrexec:FusedConv, a Conv with a folded
+ * BatchNormalization, a residual Add and an activation (runtime/fuse.c). */
+enum fused_conv_act {
+    FUSED_CONV_ACT_NONE = 0,
+    FUSED_CONV_ACT_RELU,
+    FUSED_CONV_ACT_LEAKY_RELU,     /* alpha: the slope */
+    FUSED_CONV_ACT_CLIP,           /* alpha, beta: the bounds */
+};
+
+struct fused_conv_params {
+    struct conv_params conv;       /* first: nn_conv_geom() reads the call's params as a Conv's */
+    float epsilon;                 /* of the folded BatchNormalization */
+    int act;                       /* enum fused_conv_act */
+    float alpha, beta;
+    /* The tensor holds oneDNN's channel-blocked layout (nC[D][H]W16c, or 8c
+     * without AVX-512) instead of NC[D][H]W: X, Y, the residual R. */
+    int x_blocked, y_blocked, r_blocked;
+};
+
 /* ops/conv_transpose.c */
 struct conv_transpose_params {
     struct nn_window_attrs w;

@@ -46,6 +46,7 @@
     /* nn: conv, pool, normalization, gemm/matmul */ \
     X(op_conv) \
     X(op_conv_transpose) \
+    X(op_fused_conv) \
     X(op_gemm) \
     X(op_matmul) \
     X(op_max_pool) \
