@@ -636,6 +636,7 @@ int cmd_run(int argc, char **argv)
     opts.verify_remat = a.verify_remat;
     opts.measured_costs = a.measured_costs;
     opts.budget_bytes = (size_t)a.budget_bytes;
+    opts.optimize_inference = !a.train;   /* fused convolutions from the second run on (unbudgeted) */
     enum dtrx_status st = DTRX_OK;
     if (a.budget_ratio > 0) {
         size_t peak = 0;

@@ -88,6 +88,15 @@ struct dtrx_options {
     /* DTR's compute costs: 0 the cost model (FLOPs; reproducible, the
      * default), 1 measured kernel times (noisy: rare failures at tight budgets). */
     int measured_costs;
+    /* 1: before its second run, an unbudgeted inference session on the host
+     * rewrites its calls once (runtime/fuse.c): each Conv with the
+     * BatchNormalization, residual Add and activation after it becomes one
+     * call, weights folded, and chains of convolutions keep oneDNN's blocked
+     * layout. Results then differ from the unoptimized ones by rounding; the
+     * weights are read as they are at that point; the session can no longer
+     * train. 0 (the default here; `dtrexec` sets it for inference runs): the
+     * calls are the model's nodes. */
+    int optimize_inference;
 };
 
 void dtrx_options_init(struct dtrx_options *o);

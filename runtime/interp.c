@@ -323,9 +323,12 @@ enum dtrx_status rt_forward(struct dtrx_session *s, int training)
 
 enum dtrx_status dtrx_session_run(struct dtrx_session *s)
 {
+    enum dtrx_status st = rt_fuse_inference(s);
+    if (st)
+        return st;
     double compute_before = s->stats.total_compute;
     double t0 = rt_now_seconds();
-    enum dtrx_status st = rt_forward(s, s->train.active);
+    st = rt_forward(s, s->train.active);
     s->taping = 0;
     if (st)
         return st;

@@ -224,6 +224,12 @@ double rt_now_synced(struct dtrx_session *s);
 void *rt_host_mirror(struct dtrx_session *s, struct rt_value *v);
 int rt_device_before_run(struct dtrx_session *s);
 
+/* The inference graph optimization (fuse.c): applies it before a run when
+ * the session's options ask for it and it has not been applied yet; whether
+ * it was (a fused session must not train). */
+enum dtrx_status rt_fuse_inference(struct dtrx_session *s);
+int rt_fuse_applied(const struct dtrx_session *s);
+
 /* Builds values and calls from the model's graph (session.c). */
 enum dtrx_status rt_plan_build(struct dtrx_session *s);
 /* Builds the call of node `n` in `scope`: inputs resolved there (control

@@ -59,6 +59,9 @@ enum dtrx_status dtrx_session_train_begin(struct dtrx_session *s, const struct d
     struct rt_train *t = &s->train;
     if (t->active)
         return rt_fail(DTRX_ERR_INPUT, "the session is already training");
+    if (rt_fuse_applied(s))
+        return rt_fail(DTRX_ERR_INPUT, "the session was optimized for inference (optimize_inference: fused "
+                       "convolutions, folded weights) and cannot train: create it without that option");
     dtrx_train_options_init(&t->opts);
     if (o)
         t->opts = *o;
