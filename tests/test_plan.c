@@ -354,6 +354,29 @@ START_TEST(test_milp_vgg16)
 }
 END_TEST
 
+/* Checkmate's published rows (DTRX_MILP_FORM=paper) and the default
+ * formulation (one hazard row per free, classic MIP starts) prove the same
+ * optimum. */
+START_TEST(test_milp_forms_agree)
+{
+    if (!have_highs())
+        return;
+    struct plan_graph g;
+    struct schedule_result all, paper, dflt;
+    load_graph(GRAPHS "vgg16-256-train.json", &g);
+    check_plan(&g, PLAN_CHECKPOINT_ALL, 0, &all);
+    uint64_t budget = (uint64_t)((double)all.peak_bytes * 0.84);
+    setenv("DTRX_MILP_FORM", "paper", 1);
+    check_plan(&g, PLAN_CHECKMATE_MILP, budget, &paper);
+    unsetenv("DTRX_MILP_FORM");
+    check_plan(&g, PLAN_CHECKMATE_MILP, budget, &dflt);
+    ck_assert_msg(paper.total_compute == dflt.total_compute, "paper form %g, default form %g", paper.total_compute,
+                  dflt.total_compute);
+    ck_assert_msg(paper.total_compute > all.total_compute, "0.84 needs a recomputation");
+    plan_graph_free(&g);
+}
+END_TEST
+
 static int run_cli(const char *args, char *out, size_t n)
 {
     char cmd[2048];
@@ -429,6 +452,7 @@ int main(void)
     tcase_add_loop_test(tc, test_baselines_on_shared_graphs, 0, sizeof shared_graphs / sizeof shared_graphs[0]);
     tcase_add_test(tc, test_milp_chain);
     tcase_add_test(tc, test_milp_vgg16);
+    tcase_add_test(tc, test_milp_forms_agree);
     tcase_add_test(tc, test_cli);
     suite_add_tcase(su, tc);
     SRunner *sr = srunner_create(su);
