@@ -351,7 +351,7 @@ int cuda_rnn_grad(struct op_call *c)
     rc = forward(c, p, &d, &io, lens, &sv, buf[0]);
     for (int i = 0; !rc && i < c->n_out && i < 7; i++) {
         out[i] = c->out[i] ? c->out[i]->data : NULL;
-        rc = zero(c, out[i], tensor_size_bytes(c->out[i]));
+        rc = out[i] ? zero(c, out[i], tensor_size_bytes(c->out[i])) : 0;
     }
     for (int dir = 0; !rc && dir < d.dirs; dir++) {
         struct rnn_dev_bptt k = { 0 };
