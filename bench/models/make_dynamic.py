@@ -205,6 +205,9 @@ def build_treelstm(batch=1, seed=0, leaves=8, embed=16, hidden=32, vocab=100, cl
     wm = b.he_normal("merge.weight", (2 * H, 5 * H), fan_in=2 * H, gain=1.0)
     bm = b.small("merge.bias", (5 * H,))
     three = b.floats("merge.noise_scale", 3.0)
+    b.floats("merge.one_f", [1.0])
+    b.ints("merge.zero_i", 0)
+    b.ints("merge.row_shape", [1, 2 * H])
 
     body = Body("treelstm.merge")
     it = body.input("merge/iter", [], TensorProto.INT64)
@@ -252,9 +255,6 @@ def build_treelstm(batch=1, seed=0, leaves=8, embed=16, hidden=32, vocab=100, cl
     body.typed_output(h_new, TensorProto.FLOAT, [None, H])
     body.typed_output(c_new, TensorProto.FLOAT, [None, H])
     body.typed_output(k, TensorProto.INT64, [1])
-    b.floats("merge.one_f", [1.0])
-    b.ints("merge.zero_i", 0)
-    b.ints("merge.row_shape", [1, 2 * H])
     root_h, _, order = b.node("Loop", [trips, go_on, h0, c0], "tree", outputs=["h", "c", "order"],
                               body=body.graph())
     # The frontier's shape changes every iteration, so shape inference knows
