@@ -12,10 +12,14 @@
  *   attributes: Conv's, epsilon, activation ("", "Relu", "LeakyRelu",
  *           "Clip"), alpha, beta, x_blocked, y_blocked, r_blocked
  *
- * Post-ops: the activation is an eltwise post-op; the residual a binary-add
- * post-op on the blocked layouts (oneDNN's jit kernels read it in place),
- * a sum post-op over a copy of R on the plain layout (oneDNN 2.6's gemm
- * convolution runs binary post-ops through a reference loop, ~100x slower).
+ * Post-ops: the activation is an eltwise post-op and the residual a
+ * binary-add post-op, on the blocked layouts, where oneDNN's jit kernels
+ * read R in place. A residual makes the call take the blocked layouts when
+ * its channels allow; otherwise (the plain layout, oneDNN's gemm
+ * convolution) our own loop adds R and applies the activation after the
+ * convolution: oneDNN 2.6's gemm convolution runs binary and sum post-ops
+ * through reference code, 10-100x slower than the convolution itself
+ * (ResNet-50's 56x56 1x1 conv3 with a sum post-op: 20-25 ms against 0.8).
  *
  * Layouts: X, Y and R may hold oneDNN's channel-blocked layout instead of
  * NCHW (x_blocked, ...): the fuse pass sets it on values that only fused
@@ -257,10 +261,8 @@ static dnnl_status_t fc_conv_pd(const struct fc_key *k, dnnl_engine_t eng, const
          * fixed where it is blocked or where a residual must share it. */
         if (k->x_blocked)
             src = ux;
-        if (k->y_blocked || (k->has_res && k->g.m % k->block == 0))
+        if (k->y_blocked || k->has_res)
             fc_md_retag(&uy, fc_blocked_tag((int)k->g.nsp, k->block), &dst);
-        else if (k->has_res)
-            dst = uy;
     }
     dnnl_convolution_desc_t cd;
     dnnl_status_t st = nn_conv_dnnl_fwd_desc(&k->g, &src, &wei, k->has_bias ? &bia : NULL, &dst, &cd);
@@ -272,7 +274,7 @@ static dnnl_status_t fc_conv_pd(const struct fc_key *k, dnnl_engine_t eng, const
     if (st != dnnl_success || (st = dnnl_post_ops_create(&po)) != dnnl_success)
         goto out;
     if (k->has_res)
-        st = k->blocked ? dnnl_post_ops_append_binary(po, dnnl_binary_add, &dst) : dnnl_post_ops_append_sum(po, 1.0f);
+        st = dnnl_post_ops_append_binary(po, dnnl_binary_add, &dst);
     if (st == dnnl_success && k->act == FUSED_CONV_ACT_RELU)
         st = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f);
     else if (st == dnnl_success && k->act == FUSED_CONV_ACT_LEAKY_RELU)
@@ -406,6 +408,24 @@ static int fc_weights(const struct op_call *c, const struct fc_key *key, const d
 
 /* ---- the kernel ------------------------------------------------------------- */
 
+static float fc_act(int act, float alpha, float beta, float v)
+{
+    switch (act) {
+    case FUSED_CONV_ACT_RELU: return v > 0.0f ? v : 0.0f;
+    case FUSED_CONV_ACT_LEAKY_RELU: return v > 0.0f ? v : alpha * v;
+    case FUSED_CONV_ACT_CLIP: return v < alpha ? alpha : v > beta ? beta : v;
+    default: return v;
+    }
+}
+
+/* y = act(y + r) on the plain layout (see the header comment for why). */
+static void fc_residual_plain(const struct fused_conv_params *p, float *y, const float *r, int64_t n)
+{
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; i++)
+        y[i] = fc_act(p->act, p->alpha, p->beta, y[i] + r[i]);
+}
+
 static int fc_cpu(struct op_call *c)
 {
     const struct fused_conv_params *p = c->params;
@@ -416,16 +436,20 @@ static int fc_cpu(struct op_call *c)
     struct fc_key key;
     memset(&key, 0, sizeof key);
     key.kind = FC_CONV;
+    key.block = fc_block();
     key.has_bias = fc_in(c, FC_IN_B) || fc_in(c, FC_IN_SCALE);
-    key.has_res = r != NULL;
-    key.act = p->act;
-    key.alpha = p->alpha;
-    key.beta = p->beta;
     key.x_blocked = p->x_blocked;
     key.y_blocked = p->y_blocked;
     key.r_blocked = p->r_blocked;
-    key.blocked = p->x_blocked || p->y_blocked || p->r_blocked || nn_conv_use_blocked(&g);
-    key.block = fc_block();
+    key.blocked = p->x_blocked || p->y_blocked || p->r_blocked || nn_conv_use_blocked(&g)
+                  || (r && g.m % key.block == 0);
+    /* a residual on the plain layout is added by our own loop, and the
+     * activation after it */
+    int plain_res = r && !key.blocked;
+    key.has_res = r && key.blocked;
+    key.act = plain_res ? FUSED_CONV_ACT_NONE : p->act;
+    key.alpha = plain_res ? 0.0f : p->alpha;
+    key.beta = plain_res ? 0.0f : p->beta;
     key.g = g;
 
     dnnl_memory_desc_t want_w, want_src, want_dst, ux, uy, ur, wp;
@@ -436,31 +460,27 @@ static int fc_cpu(struct op_call *c)
     fc_user_mds(&key, &ux, &uy, &ur, &wp);
     int reorder_src = !dnnl_memory_desc_equal(&ux, &want_src);
     int reorder_dst = !dnnl_memory_desc_equal(&uy, &want_dst);
-    int reorder_res = r && !dnnl_memory_desc_equal(&ur, &want_dst);
+    int reorder_res = key.has_res && !dnnl_memory_desc_equal(&ur, &want_dst);
 
     void *wscratch = NULL;
     const float *w = NULL, *b = NULL;
     if (fc_weights(c, &key, &want_w, &w, &b, &wscratch))
-        goto fail_weights;
+        return -1;
     size_t src_bytes = reorder_src ? fc_round(dnnl_memory_desc_get_size(&want_src), FC_ALIGN) : 0;
     size_t dst_bytes = reorder_dst ? fc_round(dnnl_memory_desc_get_size(&want_dst), FC_ALIGN) : 0;
-    size_t res_bytes = reorder_res && key.blocked ? fc_round(dnnl_memory_desc_get_size(&want_dst), FC_ALIGN) : 0;
+    size_t res_bytes = reorder_res ? fc_round(dnnl_memory_desc_get_size(&want_dst), FC_ALIGN) : 0;
     char *buf = NULL;
     if (src_bytes + dst_bytes + res_bytes && !(buf = nn_scratch_alloc(c, src_bytes + dst_bytes + res_bytes))) {
-        op_error(c, "cannot get %zu bytes of scratch for oneDNN's layouts", src_bytes + dst_bytes + res_bytes);
-        goto fail;
+        nn_scratch_free(c, wscratch);
+        return op_error(c, "cannot get %zu bytes of scratch for oneDNN's layouts", src_bytes + dst_bytes + res_bytes);
     }
     void *x = c->in[FC_IN_X]->data, *y = c->out[0]->data;
     void *src = reorder_src ? buf : x, *dst = reorder_dst ? buf + src_bytes : y;
-    void *res = r ? r->data : NULL;
+    void *res = key.has_res ? r->data : NULL;
     int rc = 0;
     if (reorder_src)
         rc = fc_reorder(c, &key, FC_REORDER_SRC, &ux, x, &want_src, src);
-    if (!rc && r && !key.blocked) {
-        /* the sum post-op adds what the destination holds */
-        rc = reorder_res ? fc_reorder(c, &key, FC_REORDER_RES, &ur, res, &want_dst, dst)
-                         : (memcpy(dst, res, tensor_size_bytes(r)), 0);
-    } else if (!rc && reorder_res) {
+    if (!rc && reorder_res) {
         void *tmp = buf + src_bytes + dst_bytes;
         rc = fc_reorder(c, &key, FC_REORDER_RES, &ur, res, &want_dst, tmp);
         res = tmp;
@@ -473,22 +493,22 @@ static int fc_cpu(struct op_call *c)
             { DNNL_ARG_DST, &want_dst, dst }, { DNNL_ARG_BIAS, &bia, (void *)b },
             { DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, &want_dst, res },
         };
-        int n = key.has_bias ? 4 : 3;
-        if (!key.has_bias)
+        int n = 3;
+        if (key.has_bias)
+            n++;
+        else
             args[3] = args[4];
-        if (r && key.blocked)
+        if (key.has_res)
             n++;
         rc = nn_dnnl_run(c, &key, sizeof key, fc_build, n, args);
     }
     if (!rc && reorder_dst)
         rc = fc_reorder(c, &key, FC_REORDER_DST, &want_dst, dst, &uy, y);
+    if (!rc && plain_res)
+        fc_residual_plain(p, y, r->data, tensor_numel(c->out[0]));
     nn_scratch_free(c, buf);
     nn_scratch_free(c, wscratch);
     return rc;
-fail:
-    nn_scratch_free(c, wscratch);
-fail_weights:
-    return -1;
 }
 
 const struct op_def op_fused_conv = {

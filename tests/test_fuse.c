@@ -176,8 +176,8 @@ static void tb_save(struct tb *b, const char *path)
 
 /* A ResNet-like stem and bottleneck, with the cases the pass must tell
  * apart: BN + Relu; a residual Add fed by a downsample branch (Conv + BN
- * alone); channels off the 16-block (24); a depthwise conv; Clip (ReLU6) and
- * LeakyRelu; a BN output that is also a graph output (not fused beyond it);
+ * alone); channels off the 16-block (24); a depthwise conv with a residual
+ * and LeakyRelu; Clip (ReLU6); a BN output that is also a graph output (not fused beyond it);
  * a broadcast Add (not a residual); a conv with a bias and no BN. */
 static void model_resnetish(const char *path, int nsp, int symbolic_batch)
 {
@@ -206,7 +206,8 @@ static void model_resnetish(const char *path, int nsp, int symbolic_batch)
     z = tb_bn(&b, tb_conv(&b, y, "e.conv", nsp, 64, 24, 3, 1, 1, 0), "e.bn", 24);
     const char *lim[3] = { z, tb_init(&b, "e.lo", 0, NULL, 0.0f, 0.0f), tb_init(&b, "e.hi", 0, NULL, 6.0f, 6.0f) };
     z = tb_node(&b, "Clip", "e.clip", 3, lim)->outputs[0];
-    z = tb_bn(&b, tb_conv(&b, z, "e.dw", nsp, 24, 24, 3, 1, 24, 0), "e.dw.bn", 24);
+    const char *dw = tb_bn(&b, tb_conv(&b, z, "e.dw", nsp, 24, 24, 3, 1, 24, 0), "e.dw.bn", 24);
+    z = tb_op(&b, "Add", "e.add", dw, z);       /* a residual off the 16-block: added by FusedConv's loop */
     struct onnx_node *lr = tb_node(&b, "LeakyRelu", "e.leaky", 1, &z);
     tb_attr_float(lr, "alpha", 0.1f);
     z = lr->outputs[0];
@@ -306,6 +307,10 @@ static void check_fused_matches(int nsp)
     /* stem -> bottleneck, bottleneck -> block c: blocked in between */
     ck_assert_msg(fused_calls(fused, "y_blocked") >= 3, "only %d blocked outputs", fused_calls(fused, "y_blocked"));
     ck_assert_msg(fused_calls(fused, "r_blocked") >= 1, "no blocked residual");
+    int residuals = 0;
+    for (int k = 0; k < fused->n_calls; k++)
+        residuals += fused->calls[k].n_in > 7 && fused->calls[k].in[7] >= 0;
+    ck_assert_int_eq(residuals, 3);   /* b.add, c.add, e.add; not the broadcast h.add */
     run_calls(plain);
     assert_outputs_close(plain, fused, "fused run");
     /* later runs read the weight cache the first fused run wrote: bit-identical */
