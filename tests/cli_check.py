@@ -25,6 +25,47 @@ def small_model(path, op="Relu"):
     onnx.save(model, path)
 
 
+def control_models(tmp):
+    """Models with bad subgraphs: each must be refused with the problem named."""
+    f, i64, b = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+    vi = helper.make_tensor_value_info
+    out = {}
+
+    def save(name, nodes, inputs, outputs, inits=()):
+        g = helper.make_graph(nodes, name, inputs, outputs, initializer=list(inits))
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        m.ir_version = 8
+        path = os.path.join(tmp, name + ".onnx")
+        onnx.save(m, path)
+        out[name] = path
+
+    then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["t"])], "then", [], [vi("t", f, [2])])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [], [vi("e", f, [2])])
+    # The condition is a float tensor.
+    save("if_float_cond", [helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)],
+         [vi("c", f, []), vi("x", f, [2])], [vi("y", f, [2])])
+    # A branch reads a value no enclosing graph defines.
+    lost = helper.make_graph([helper.make_node("Relu", ["nope"], ["t"])], "lost", [], [vi("t", f, [2])])
+    save("if_missing_outer", [helper.make_node("If", ["c"], ["y"], then_branch=lost, else_branch=else_g)],
+         [vi("c", b, []), vi("x", f, [2])], [vi("y", f, [2])])
+    # The body declares its loop-carried value int64, the loop passes float.
+    body = helper.make_graph([helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+                              helper.make_node("Identity", ["v_in"], ["v_out"])], "body",
+                             [vi("iter", i64, []), vi("cond_in", b, []), vi("v_in", i64, [2])],
+                             [vi("cond_out", b, []), vi("v_out", i64, [2])])
+    m = numpy_helper.from_array(np.array(3, np.int64), "M")
+    save("loop_carried_type", [helper.make_node("Loop", ["M", "", "x"], ["y"], body=body)],
+         [vi("x", f, [2])], [vi("y", f, [2])], [m])
+    # The body's condition output is not a bool.
+    body_f = helper.make_graph([helper.make_node("ReduceSum", ["v_in"], ["cond_out"], keepdims=0),
+                                helper.make_node("Identity", ["v_in"], ["v_out"])], "body_f",
+                               [vi("iter", i64, []), vi("cond_in", b, []), vi("v_in", f, [2])],
+                               [vi("cond_out", f, []), vi("v_out", f, [2])])
+    save("loop_float_cond", [helper.make_node("Loop", ["M", "", "x"], ["y"], body=body_f)],
+         [vi("x", f, [2])], [vi("y", f, [2])], [m])
+    return out
+
+
 def main():
     dtrexec = sys.argv[1]
     failures = 0
@@ -61,6 +102,13 @@ def main():
             ([good, "--device", "tpu"], 1, ["tpu"]),
             (["sim", garbage], 1, []),
             (["check", os.path.join(tmp, "nowhere")], 1, []),
+        ]
+        ctl = control_models(tmp)
+        cases += [
+            ([ctl["if_float_cond"]], 1, ["If", "condition", "bool"]),
+            ([ctl["if_missing_outer"]], 1, ["nope"]),
+            ([ctl["loop_carried_type"]], 1, ["v_in", "int64"]),
+            ([ctl["loop_float_cond"]], 1, ["condition", "bool"]),
         ]
         if os.path.exists(graph):
             cases.append((["sim", graph, "--plan", bad_sched], 1, ["bad_schedule.json"]))
