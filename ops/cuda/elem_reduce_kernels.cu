@@ -9,8 +9,10 @@
  *   - innermost axis reduced, long groups: TX = 1, TY = 256 (a block per
  *     output, reading contiguous runs);
  *   - innermost axis reduced, short groups: a warp, or a thread, per output;
- *   - innermost axis kept: TX = 32 consecutive outputs (coalesced), TY = 8.
- * With S > 1 each segment writes a partial result to scratch and a second
+ *   - innermost axis kept: TX = 32 consecutive outputs, TY = 8.
+ * Neighbouring threads read neighbouring elements either way: they share
+ * an output in the first two cases and take neighbouring outputs in the
+ * last. With S > 1 each segment writes a partial result to scratch and a second
  * kernel folds the S partials of each output in segment order. So every
  * output's elements are combined in one fixed order: bit-identical reruns,
  * no atomics. Integer sums wrap, so their order does not even matter. */
@@ -96,18 +98,21 @@ __device__ __forceinline__ I red_offset(I v, int n, const I *dims, const I *st)
     return off;
 }
 
-/* Stage 1: blockDim (TX, TY), grid (ceil(n_out / TX), S). Writes out[j]
- * finished when S == 1, else part[s * n_out + j]. */
+/* Stage 1: TX * TY threads, grid (ceil(n_out / TX), S). Consecutive threads
+ * share an output when ty_fast (the innermost axis is reduced: they read
+ * neighbouring elements), else they take neighbouring outputs. Writes
+ * out[j] finished when S == 1, else part[s * n_out + j]. */
 template <int D, int KIND, typename I>
 __global__ void reduce_kernel(red_geom_t<I> g, const typename dt<D>::T *x,
                               typename dt<D>::T *out, typename dt<D>::T *part, I seg_len,
-                              int mean)
+                              unsigned TX, unsigned TY, int ty_fast, int mean)
 {
     typedef reducer<D, KIND> R;
     typedef typename dt<D>::T T;
     extern __shared__ unsigned char red_smem[];
     T *sh = (T *)red_smem;
-    const unsigned tx = threadIdx.x, ty = threadIdx.y, TX = blockDim.x, TY = blockDim.y;
+    const unsigned tx = ty_fast ? threadIdx.x / TY : threadIdx.x % TX;
+    const unsigned ty = ty_fast ? threadIdx.x % TY : threadIdx.x / TX;
     const I j = (I)blockIdx.x * TX + tx;
     const I lo = (I)blockIdx.y * seg_len;
     const I hi = lo + seg_len < g.count ? lo + seg_len : g.count;
@@ -153,6 +158,7 @@ __global__ void reduce_parts_kernel(int64_t n_out, int S, const typename dt<D>::
 /* The launch shape; a function of the geometry only (see the file comment). */
 struct red_plan {
     unsigned tx, ty;
+    int inner;
     int64_t blocks_x, S, seg_len;
 };
 
@@ -164,6 +170,7 @@ red_plan red_plan_make(const struct cuda_reduce_geom *g)
 {
     red_plan p;
     const int inner = g->n_red > 0 && g->red_strides[g->n_red - 1] == 1;
+    p.inner = inner;
     if (!inner) {
         p.tx = 32;
         p.ty = 8;
@@ -206,7 +213,7 @@ cudaError_t reduce_run(cudaStream_t s, int mean, const struct cuda_reduce_geom *
     red_plan p = red_plan_make(g);
     if (p.blocks_x > 0x7fffffff)
         return cudaErrorInvalidConfiguration;
-    dim3 grid((unsigned)p.blocks_x, (unsigned)p.S), block(p.tx, p.ty);
+    dim3 grid((unsigned)p.blocks_x, (unsigned)p.S), block(p.tx * p.ty);
     size_t smem = (size_t)p.tx * p.ty * sizeof(T);
     T *part = p.S > 1 ? (T *)scratch : nullptr;
     if (p.S > 1 && !scratch)
@@ -216,10 +223,12 @@ cudaError_t reduce_run(cudaStream_t s, int mean, const struct cuda_reduce_geom *
         in_n *= g->kept_dims[d];
     if (in_n <= INT32_MAX && (int64_t)p.S * g->n_out <= INT32_MAX)
         reduce_kernel<D, KIND, uint32_t><<<grid, block, smem, s>>>(
-            red_geom_convert<uint32_t>(g), (const T *)x, (T *)y, part, (uint32_t)p.seg_len, mean);
+            red_geom_convert<uint32_t>(g), (const T *)x, (T *)y, part, (uint32_t)p.seg_len,
+            p.tx, p.ty, p.inner, mean);
     else
         reduce_kernel<D, KIND, int64_t><<<grid, block, smem, s>>>(
-            red_geom_convert<int64_t>(g), (const T *)x, (T *)y, part, p.seg_len, mean);
+            red_geom_convert<int64_t>(g), (const T *)x, (T *)y, part, p.seg_len, p.tx, p.ty,
+            p.inner, mean);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess || p.S == 1)
         return e;
