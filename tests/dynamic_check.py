@@ -13,16 +13,18 @@ a data-dependent confidence). Cases:
                 trees (the merge order exactly) and with a symbolic leaf
                 count; early_exit on inputs that take each branch (both
                 must occur) and with the thresholds that force one.
-  train-MODEL   `dtrexec MODEL --train --steps N` trains: one finite loss
-                per step, of a plausible size. early_exit also: over its
-                steps both branches ran (the steps' operator counts in the
-                --trace differ), which needs inputs drawn anew each step.
-  budget-MODEL  training under --budget (0.6 and 0.4 of the unbudgeted
+  train-MODEL   `dtrexec MODEL --train --steps N` trains (treelstm and
+                early_exit with --fresh-inputs: a new tree, a new batch
+                every step): one finite loss per step, of a plausible size.
+                early_exit also: over its steps both branches ran (the
+                steps' operator counts in the --trace differ).
+  budget-MODEL  training under --budget (0.6 and 0.5 of the unbudgeted
                 peak, heuristics dtr and dtr-eq) with --verify-remat: losses
                 and saved weights bit-identical to the unbudgeted run, peak
                 within the budget, and at least one run recomputes.
-                lstm_var_len trains with --dim seq=8:24 here, so the budget
-                holds across changing shapes.
+                lstm_var_len trains with --dim seq=8:24 here, the others
+                with --fresh-inputs, so the budget holds across changing
+                shapes, trees and branches.
   dims-lstm_var_len  --dim seq=8:24 draws a length per step from the seed:
                 the lengths seen in the --trace (embedding output bytes) lie
                 in [8, 24], are not all equal, and repeat with the same
@@ -50,13 +52,16 @@ import runners  # noqa: E402
 # weights so that budgets below the peak leave something to evict.
 TRAIN_CONFIGS = {
     "lstm_var_len": dict(batch=8, layers=2, embed=16, hidden=16, vocab=32),
-    "treelstm": dict(leaves=12, embed=16, hidden=16, vocab=50, classes=5),
-    "early_exit": dict(batch=32, inp=32, hidden=64, classes=10, late=3),
+    "treelstm": dict(leaves=32, embed=16, hidden=16, vocab=50, classes=5),
+    "early_exit": dict(batch=512, inp=16, hidden=32, classes=10, late=10),
 }
-TRAIN_DIMS = {"lstm_var_len": ["--dim", "seq=12"]}
-RANGE_DIMS = {"lstm_var_len": ["--dim", "seq=8:24"]}
+# Training arguments: --fresh-inputs draws new inputs (a new tree, a new
+# batch) and targets every step; a --dim range implies it.
+TRAIN_ARGS = {"lstm_var_len": ["--dim", "seq=12"], "treelstm": ["--fresh-inputs"], "early_exit": ["--fresh-inputs"]}
+DYNAMIC_ARGS = {"lstm_var_len": ["--dim", "seq=8:24"], "treelstm": ["--fresh-inputs"],
+                "early_exit": ["--fresh-inputs"]}
 STEPS = 3
-BUDGET_RATIOS = (0.6, 0.4)
+BUDGET_RATIOS = (0.6, 0.5)
 
 
 def fail(msg):
@@ -198,7 +203,7 @@ def check_train(dtrexec, name, tmp):
     path = train_model(name, tmp)
     trace = os.path.join(tmp, "train.jsonl")
     steps = 10 if name == "early_exit" else STEPS
-    res, st, _ = train(dtrexec, path, tmp, "train", TRAIN_DIMS.get(name, []) + ["--trace", trace], steps=steps)
+    res, st, _ = train(dtrexec, path, tmp, "train", TRAIN_ARGS[name] + ["--trace", trace], steps=steps)
     if res.returncode:
         fail(f"{name}: training exited {res.returncode}: {res.stderr.strip()}")
     loss = st.get("loss") or []
@@ -224,7 +229,7 @@ def check_train(dtrexec, name, tmp):
 
 def check_budget(dtrexec, name, tmp):
     path = train_model(name, tmp)
-    dims = RANGE_DIMS.get(name, [])
+    dims = DYNAMIC_ARGS[name]
     res, base, base_w = train(dtrexec, path, tmp, "base", dims)
     if res.returncode:
         fail(f"{name}: unbudgeted training exited {res.returncode}: {res.stderr.strip()}")
@@ -256,7 +261,7 @@ def check_budget(dtrexec, name, tmp):
 
 def drawn_lengths(dtrexec, path, tmp, seed, steps, cfg):
     trace = os.path.join(tmp, f"dims-{seed}.jsonl")
-    res, st, _ = train(dtrexec, path, tmp, f"dims-{seed}", RANGE_DIMS["lstm_var_len"] + ["--trace", trace],
+    res, st, _ = train(dtrexec, path, tmp, f"dims-{seed}", DYNAMIC_ARGS["lstm_var_len"] + ["--trace", trace],
                        steps=steps, seed=seed)
     if res.returncode:
         fail(f"--dim seq=8:24 training exited {res.returncode}: {res.stderr.strip()}")
