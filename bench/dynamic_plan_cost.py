@@ -104,7 +104,7 @@ def dtr_run(run, path, dims, steps, ratio, seed, tmp):
     for d, (lo, hi) in dims.items():
         dim_args += ["--dim", f"{d}={lo}:{hi}"]
     common = [path, "--train", "--steps", str(steps), "--optimizer", "sgd", "--seed", str(seed), "--threads", "1",
-              "--quiet"] + dim_args
+              "--fresh-inputs", "--quiet"] + dim_args
     out = {}
     for tag, extra in (("base", []), ("dtr", None)):
         stats = os.path.join(tmp, f"{tag}.json")

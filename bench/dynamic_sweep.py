@@ -42,18 +42,18 @@ import make_dynamic  # noqa: E402
 
 HEURISTICS = ["dtr", "dtr-eq", "lru"]
 
-# (make_dynamic parameters, dtrexec arguments binding the dimensions). Sizes
-# where a step takes a fraction of a second on one core and activations
-# dominate the weights.
+# (make_dynamic parameters, dtrexec arguments: a --dim range, or
+# --fresh-inputs for a new tree / batch every step). Sizes where a step takes
+# a fraction of a second on one core and activations dominate the weights.
 MODELS = {
-    "lstm_var_len": (dict(batch=16, layers=2, embed=64, hidden=128, vocab=1000), ["--dim", "seq=32:128"]),
-    "treelstm": (dict(leaves=48, embed=64, hidden=128, vocab=1000, classes=5), []),
-    "early_exit": (dict(batch=128, inp=256, hidden=512, classes=10, late=4), []),
+    "lstm_var_len": (dict(batch=32, layers=2, embed=32, hidden=64, vocab=256), ["--dim", "seq=16:48"]),
+    "treelstm": (dict(leaves=64, embed=32, hidden=64, vocab=500, classes=5), ["--fresh-inputs"]),
+    "early_exit": (dict(batch=1024, inp=64, hidden=128, classes=10, late=12), ["--fresh-inputs"]),
 }
-QUICK_MODELS = {
+QUICK_MODELS = {  # tests/dynamic_check.py's sizes
     "lstm_var_len": (dict(batch=8, layers=2, embed=16, hidden=16, vocab=32), ["--dim", "seq=8:24"]),
-    "treelstm": (dict(leaves=12, embed=16, hidden=16, vocab=50, classes=5), []),
-    "early_exit": (dict(batch=32, inp=32, hidden=64, classes=10, late=3), []),
+    "treelstm": (dict(leaves=32, embed=16, hidden=16, vocab=50, classes=5), ["--fresh-inputs"]),
+    "early_exit": (dict(batch=512, inp=16, hidden=32, classes=10, late=10), ["--fresh-inputs"]),
 }
 
 
