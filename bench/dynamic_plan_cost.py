@@ -174,9 +174,21 @@ def write_csv(path, rows, fields):
             w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
 
 
+def source_commit():
+    """The repository's HEAD (and whether the tree has changes), for the record."""
+    try:
+        head = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", HERE, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True).stdout.strip()
+        return head + (" (with uncommitted changes)" if dirty else "")
+    except OSError:
+        return "unknown"
+
+
 def summary(rows, dtrs, args, meta):
     L = [f"# Static planning per new graph against DTR's online overhead ({meta['date']})", "",
-         f"Command: `{meta['command']}`", "",
+         f"Command: `{meta['command']}` (source {meta['commit']})", "",
          f"Load average at start {meta['load0']}, at end {meta['load1']}; wall time {meta['wall']:.0f} s. "
          f"{args.steps} steps per model; static budget {args.ratio} of checkpoint-all's peak of each step's graph, "
          f"DTR budget {args.ratio} of the unbudgeted peak over all steps (heuristic dtr). The static side plans "
@@ -241,7 +253,7 @@ def main():
             dtrs[name] = dtr
     meta = {"date": time.strftime("%Y-%m-%d %H:%M"), "load0": load0, "load1": "%.2f %.2f %.2f" % os.getloadavg(),
             "wall": time.time() - t0,
-            "command": "python3 bench/dynamic_plan_cost.py " + " ".join(sys.argv[1:])}
+            "commit": source_commit(), "command": "python3 bench/dynamic_plan_cost.py " + " ".join(sys.argv[1:])}
     write_csv(os.path.join(args.out, "dynamic_plan_cost.csv"), rows,
               ["model", "step", "shape", "graph", "nodes", "new_graph", "export_s", "solver", "ratio", "plan_s",
                "solve_s", "status", "overhead"])

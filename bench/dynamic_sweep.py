@@ -27,6 +27,7 @@ Writes dynamic_sweep.csv, dynamic_sweep.svg and dynamic_summary.md into --out
 """
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -140,9 +141,21 @@ def sweep_model(run, name, path, dims, heuristics, steps, max_slowdown, log):
     return base, rows
 
 
+def source_commit():
+    """The repository's HEAD (and whether the tree has changes), for the record."""
+    try:
+        head = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", HERE, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True).stdout.strip()
+        return head + (" (with uncommitted changes)" if dirty else "")
+    except OSError:
+        return "unknown"
+
+
 def summary(rows, bases, heuristics, configs, meta):
     L = [f"# Budget sweep of the dynamic models ({meta['date']})", "",
-         f"Command: `{meta['command']}`", "",
+         f"Command: `{meta['command']}` (source {meta['commit']})", "",
          f"Load average at start {meta['load0']}, at end {meta['load1']}; {meta['threads']} kernel thread(s), "
          f"OMP_WAIT_POLICY=PASSIVE, {meta['steps']} steps per run, seed fixed (every run sees the same lengths, "
          f"trees and branches); wall time {meta['wall']:.0f} s.", "", "## Models", "",
@@ -217,7 +230,7 @@ def main():
                  "Dynamic models: slowdown of budgeted training against memory budget (dtrexec, CPU)")
     meta = {"date": time.strftime("%Y-%m-%d %H:%M"), "load0": load0, "load1": load1, "threads": args.threads,
             "steps": args.steps, "wall": time.time() - t0, "max_slowdown": args.max_slowdown,
-            "command": "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python3 bench/dynamic_sweep.py "
+            "commit": source_commit(), "command": "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python3 bench/dynamic_sweep.py "
                        + " ".join(sys.argv[1:])}
     text = summary(rows, bases, heuristics, configs, meta)
     with open(os.path.join(args.out, "dynamic_summary.md"), "w") as f:
