@@ -246,8 +246,20 @@ void rt_emitted_free(struct dtrx_session *s)
     for (int i = 0; i < t->n_emitted; i++)
         free_call(t->emitted[i]);
     t->n_emitted = 0;
-    for (int i = t->base_values; i < s->n_values; i++)
-        rt_value_destroy(s, s->values[i]);
-    if (s->n_values > t->base_values)
-        s->n_values = t->base_values;
+    /* Persistent values made during the step (drawn targets) stay: they move
+     * down to base_values, and the slot naming them follows. */
+    int keep = t->base_values;
+    for (int i = t->base_values; i < s->n_values; i++) {
+        struct rt_value *v = s->values[i];
+        if (v->kind != RT_VALUE_INITIALIZER) {
+            rt_value_destroy(s, v);
+            continue;
+        }
+        if (t->labels == i)
+            t->labels = keep;
+        s->values[keep++] = v;
+    }
+    t->base_values = keep;
+    if (s->n_values > keep)
+        s->n_values = keep;
 }

@@ -131,12 +131,14 @@ static enum dtrx_status set_persistent(struct dtrx_session *s, int *slot, const 
         v->t.data = v->storage->data;
         return rt_to_device(s, v->t.data, t->data, tensor_size_bytes(t));
     }
-    rt_emitted_free(s);
+    /* Made during a step (targets drawn for the first loss), the value sits
+     * among the step's own until rt_emitted_free moves it below base_values. */
     int id = rt_persistent_new(s, t, name);
     if (id < 0)
         return DTRX_ERR_BUDGET;
     *slot = id;
-    tr->base_values = s->n_values;
+    if (id == tr->base_values)
+        tr->base_values = s->n_values;
     return DTRX_OK;
 }
 
