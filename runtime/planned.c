@@ -58,8 +58,25 @@ enum dtrx_status dtrx_session_set_plan(struct dtrx_session *s, const struct dtrx
     return DTRX_OK;
 }
 
-/* Evicts the outputs of the step's call named `node`, when resident and
- * evictable (a value a running call holds stays). */
+/* 1 when a value kept in `st` will still be read: by a call yet to run, by
+ * a gradient emitter (saved for backward) or as a pending gradient. The
+ * exported graph does not see every such read (kernels' own reads of saved
+ * values within a gradient group, views); evicting then would only make the
+ * runtime recompute what the schedule meant to keep. */
+static int still_read(struct dtrx_session *s, dtr_storage st)
+{
+    for (int i = 0; i < s->n_values; i++) {
+        const struct rt_value *v = s->values[i];
+        if (v->dt == DTR_NONE || (v->remaining <= 0 && v->grad_refs <= 0))
+            continue;
+        if (dtr_tensor_storage(s->budget.dtr, v->dt) == st)
+            return 1;
+    }
+    return 0;
+}
+
+/* Evicts the outputs of the step's call named `node`, when resident,
+ * evictable (a value a running call holds stays) and no longer read. */
 static void free_node(struct dtrx_session *s, const char *node)
 {
     struct rt_step_names *sn = &s->step_names;
@@ -68,10 +85,11 @@ static void free_node(struct dtrx_session *s, const char *node)
             continue;
         const struct rt_call *c = sn->calls[i];
         for (int k = 0; k < c->n_out; k++) {
-            if (c->out[k] < 0 || s->values[c->out[k]]->dt == DTR_NONE)
-                continue;
+            if (c->out[k] < 0 || s->values[c->out[k]]->dt == DTR_NONE || (c->def->alias && k == 0))
+                continue;   /* a view frees nothing: its bytes are its source's */
             dtr_storage st = dtr_tensor_storage(s->budget.dtr, s->values[c->out[k]]->dt);
-            if (dtr_storage_is_evictable(s->budget.dtr, st) && !dtr_storage_evict(s->budget.dtr, st))
+            if (dtr_storage_is_evictable(s->budget.dtr, st) && !still_read(s, st) &&
+                !dtr_storage_evict(s->budget.dtr, st))
                 s->plan->plan_evictions++;
         }
         return;
