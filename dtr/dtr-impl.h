@@ -39,6 +39,10 @@ struct op_rec {
     void *closure;
 };
 
+/* dtr-eq caches, per storage, the classes of its non-resident neighbours in
+ * the order eq_cost meets them (at most this many). */
+#define DTR_EQ_ROOTS 6
+
 struct storage_rec {
     uint64_t bytes;
     double compute;                 /* cost of the distinct calls of its tensors */
@@ -48,15 +52,16 @@ struct storage_rec {
     uint32_t ref_int;               /* locks (pins hold one for good) */
     uint32_t pool_prev, pool_next;  /* evictable pool, in the order storages joined it */
     uint32_t ecn;                   /* union-find node (dtr-eq), DTR_NONE when resident */
-    uint32_t stamp;                 /* traversal marks */
     uint32_t fwd_epoch, bwd_epoch;  /* region caches valid when == dtr.region_epoch ... */
     double fwd_cost, bwd_cost;      /* ... and the flag below is set */
     /* storage-level edges, [0] parents and [1] children, for the walks of
      * the heuristics (no self-edges; duplicates are harmless) */
     uint32_t *adj[2];
     uint32_t n_adj[2], cap_adj[2];
+    uint32_t eq_roots[DTR_EQ_ROOTS]; /* dtr-eq: valid while eq_valid is set and each is a root */
+    uint8_t eq_n;
+    uint8_t eq_valid;
     uint8_t fwd_valid, bwd_valid;
-    uint8_t state;
     uint8_t pinned;
     uint8_t in_pool;
     uint8_t changed;                /* queued in dtr.changed */
@@ -77,6 +82,11 @@ struct dtr {
     struct tensor_rec *tensors;
     uint32_t n_tensors, cap_tensors;
     struct storage_rec *storages;
+    /* beside the records, so that the walks over neighbours read 5 bytes
+     * per storage rather than a record: state (enum storage_state) and
+     * traversal marks */
+    uint8_t *state;
+    uint32_t *mark;
     uint32_t n_storages, cap_storages;
     struct op_rec *ops;
     uint32_t n_ops, cap_ops;
@@ -85,10 +95,11 @@ struct dtr {
     struct use_rec *uses;
     uint32_t n_uses, cap_uses;
 
-    /* union-find over evicted storages (dtr-eq) */
+    /* union-find over evicted storages (dtr-eq), union by size */
     uint32_t *uf_parent;
     double *uf_value;
     uint32_t *uf_stamp;
+    uint32_t *uf_size;
     uint32_t n_uf, cap_uf;
 
     uint32_t pool_head, pool_tail, pool_count;
@@ -127,6 +138,9 @@ void dtr_uf_add(struct dtr *d, uint32_t node, double delta);
 /* Evicted storage s gets its own class merged with the classes of its
  * non-resident neighbours. */
 int dtr_eq_on_evict(struct dtr *d, uint32_t s);
+/* The neighbours of s (and s) changed state or edges: their dtr-eq caches
+ * are stale. */
+void dtr_eq_changed(struct dtr *d, uint32_t s);
 /* Queue a state change of s for the region caches. */
 int dtr_region_changed(struct dtr *d, uint32_t s);
 /* Bring the region caches up to date with the queued changes. */

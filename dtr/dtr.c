@@ -149,12 +149,15 @@ void dtr_destroy(struct dtr *d)
     }
     free(d->tensors);
     free(d->storages);
+    free(d->state);
+    free(d->mark);
     free(d->ops);
     free(d->op_inputs);
     free(d->uses);
     free(d->uf_parent);
     free(d->uf_value);
     free(d->uf_stamp);
+    free(d->uf_size);
     free(d->changed);
     free(d->frames);
     free(d->args);
@@ -221,7 +224,7 @@ static void lock(struct dtr *d, uint32_t s)
 static void unlock(struct dtr *d, uint32_t s)
 {
     struct storage_rec *r = &d->storages[s];
-    if (r->ref_int && --r->ref_int == 0 && r->state == ST_RESIDENT)
+    if (r->ref_int && --r->ref_int == 0 && d->state[s] == ST_RESIDENT)
         pool_append(d, s);
 }
 
@@ -242,7 +245,7 @@ static enum dtr_status evict(struct dtr *d, uint32_t s, int dealloc)
 {
     struct storage_rec *r = &d->storages[s];
     pool_remove(d, s);
-    r->state = ST_EVICTED;
+    d->state[s] = ST_EVICTED;
     d->st.resident_bytes -= r->bytes;
     for (uint32_t t = r->first_tensor; t != DTR_NONE; t = d->tensors[t].next_in_storage)
         d->tensors[t].defined = 0;
@@ -250,8 +253,11 @@ static enum dtr_status evict(struct dtr *d, uint32_t s, int dealloc)
         d->st.dealloc_evictions++;
     else
         d->st.evictions++;
-    if (d->cfg.heuristic == DTR_HEURISTIC_EQ && dtr_eq_on_evict(d, s))
-        return nomem(d);
+    if (d->cfg.heuristic == DTR_HEURISTIC_EQ) {
+        if (dtr_eq_on_evict(d, s))
+            return nomem(d);
+        dtr_eq_changed(d, s);
+    }
     if (dtr_region_changed(d, s))
         return nomem(d);
     if (d->mem.free)
@@ -301,7 +307,7 @@ static int has_undefined_children(const struct dtr *d, uint32_t s)
             const struct op_rec *op = &d->ops[d->uses[u].op];
             for (uint32_t k = 0; k < op->n_out; k++) {
                 const struct tensor_rec *c = &d->tensors[op->out_begin + k];
-                if (c->storage != s && !c->defined && d->storages[c->storage].state != ST_BANISHED)
+                if (c->storage != s && !c->defined && d->state[c->storage] != ST_BANISHED)
                     return 1;
             }
         }
@@ -314,9 +320,9 @@ static int has_undefined_children(const struct dtr *d, uint32_t s)
 static enum dtr_status try_banish(struct dtr *d, uint32_t s)
 {
     struct storage_rec *r = &d->storages[s];
-    if (r->ref_ext || r->state == ST_BANISHED || r->state == ST_PENDING || has_undefined_children(d, s))
+    if (r->ref_ext || d->state[s] == ST_BANISHED || d->state[s] == ST_PENDING || has_undefined_children(d, s))
         return DTR_OK;
-    if (r->state == ST_RESIDENT) {
+    if (d->state[s] == ST_RESIDENT) {
         pool_remove(d, s);
         if (r->pinned)
             d->st.pinned_bytes -= r->bytes;
@@ -329,8 +335,9 @@ static enum dtr_status try_banish(struct dtr *d, uint32_t s)
             d->mem.free(d->mem.ctx, s, 0);
     }
     r = &d->storages[s];
-    r->state = ST_BANISHED;
+    d->state[s] = ST_BANISHED;
     d->st.banishes++;
+    dtr_eq_changed(d, s);
     if (dtr_region_changed(d, s))
         return nomem(d);
     for (uint32_t t = r->first_tensor; t != DTR_NONE; t = d->tensors[t].next_in_storage)
@@ -338,7 +345,7 @@ static enum dtr_status try_banish(struct dtr *d, uint32_t s)
             const struct op_rec *op = &d->ops[d->uses[u].op];
             for (uint32_t k = 0; k < op->n_out; k++) {
                 uint32_t cs = d->tensors[op->out_begin + k].storage;
-                if (cs != s && d->storages[cs].state == ST_RESIDENT)
+                if (cs != s && d->state[cs] == ST_RESIDENT)
                     pin_storage(d, cs);
             }
         }
@@ -365,7 +372,7 @@ static enum dtr_status run_call(struct dtr *d, uint32_t t, int remat)
         is_scratch[k] = 0;
         if (o->is_alias)
             continue;
-        is_scratch[k] = d->storages[o->storage].state == ST_RESIDENT;
+        is_scratch[k] = d->state[o->storage] == ST_RESIDENT;
         st = reserve(d, o->storage, o->bytes, is_scratch[k] ? DTR_ALLOC_SCRATCH : 0);
     }
     if (!st && d->comp.compute && d->comp.compute(d->comp.ctx, opi, op.closure, remat)) {
@@ -400,7 +407,7 @@ static enum dtr_status run_call(struct dtr *d, uint32_t t, int remat)
                 o->defined = 1;
                 continue;
             }
-            if (r->state == ST_RESIDENT && is_scratch[k]) {
+            if (d->state[o->storage] == ST_RESIDENT && is_scratch[k]) {
                 /* already there: the recomputed copy is dropped */
                 o->defined = 1;
                 if (d->mem.free)
@@ -409,8 +416,8 @@ static enum dtr_status run_call(struct dtr *d, uint32_t t, int remat)
             }
             if (is_scratch[k] && d->mem.adopt)
                 d->mem.adopt(d->mem.ctx, o->storage);   /* evicted meanwhile: keep this copy */
-            int was_evicted = r->state == ST_EVICTED;
-            r->state = ST_RESIDENT;
+            int was_evicted = d->state[o->storage] == ST_EVICTED;
+            d->state[o->storage] = ST_RESIDENT;
             o->defined = 1;
             d->st.resident_bytes += r->bytes;
             if (d->st.resident_bytes > d->st.peak_resident_bytes)
@@ -423,6 +430,7 @@ static enum dtr_status run_call(struct dtr *d, uint32_t t, int remat)
                 r = &d->storages[o->storage];
                 r->ecn = DTR_NONE;
             }
+            dtr_eq_changed(d, o->storage);
             if (was_evicted && dtr_region_changed(d, o->storage)) {
                 st = nomem(d);
                 break;
@@ -475,7 +483,7 @@ static enum dtr_status materialize(struct dtr *d, uint32_t t0, int remat0)
             f->arg_begin = d->n_args;
             for (uint32_t k = 0; k < op->n_in; k++) {
                 if (!d->tensors[in[k]].defined) {
-                    if (d->storages[d->tensors[in[k]].storage].state == ST_BANISHED) {
+                    if (d->state[d->tensors[in[k]].storage] == ST_BANISHED) {
                         dtr_set_error(d, "dtr: tensor %u is needed but its storage was banished", in[k]);
                         return fail(d, DTR_ERR_INVALID);
                     }
@@ -555,6 +563,27 @@ static int adj_add(struct dtr *d, uint32_t s, int dir, uint32_t other)
     if (DTR_GROW(d, r->adj[dir], r->cap_adj[dir], (size_t)r->n_adj[dir] + 1))
         return -1;
     r->adj[dir][r->n_adj[dir]++] = other;
+    r->eq_valid = 0;
+    return 0;
+}
+
+/* The storage records and the arrays beside them share one capacity. */
+static int storages_grow(struct dtr *d, size_t need)
+{
+    uint32_t cap = d->cap_storages;
+    if (DTR_GROW(d, d->storages, cap, need))
+        return -1;
+    if (cap == d->cap_storages)
+        return 0;
+    void *st = realloc(d->state, cap * sizeof *d->state);
+    if (!st)
+        return -1;
+    d->state = st;
+    void *mk = realloc(d->mark, cap * sizeof *d->mark);
+    if (!mk)
+        return -1;
+    d->mark = mk;
+    d->cap_storages = cap;
     return 0;
 }
 
@@ -572,7 +601,7 @@ static enum dtr_status call_add(struct dtr *d, const struct dtr_call_desc *c, dt
             dtr_set_error(d, "dtr: call input %u is an unknown tensor %u", k, c->inputs[k]);
             return DTR_ERR_INVALID;
         }
-        if (d->storages[d->tensors[c->inputs[k]].storage].state == ST_BANISHED) {
+        if (d->state[d->tensors[c->inputs[k]].storage] == ST_BANISHED) {
             dtr_set_error(d, "dtr: call input %u (tensor %u) was banished", k, c->inputs[k]);
             return DTR_ERR_INVALID;
         }
@@ -586,7 +615,7 @@ static enum dtr_status call_add(struct dtr *d, const struct dtr_call_desc *c, dt
     if (DTR_GROW(d, d->ops, d->cap_ops, d->n_ops + 1) ||
         DTR_GROW(d, d->op_inputs, d->cap_op_inputs, (size_t)d->n_op_inputs + c->n_inputs) ||
         DTR_GROW(d, d->tensors, d->cap_tensors, (size_t)d->n_tensors + c->n_outputs) ||
-        DTR_GROW(d, d->storages, d->cap_storages, (size_t)d->n_storages + c->n_outputs) ||
+        storages_grow(d, (size_t)d->n_storages + c->n_outputs) ||
         DTR_GROW(d, d->uses, d->cap_uses, (size_t)d->n_uses + c->n_inputs))
         return nomem(d);
 
@@ -633,7 +662,8 @@ static enum dtr_status call_add(struct dtr *d, const struct dtr_call_desc *c, dt
             s->ref_ext = 1;
             s->pool_prev = s->pool_next = DTR_NONE;
             s->ecn = DTR_NONE;
-            s->state = ST_PENDING;
+            d->state[si] = ST_PENDING;
+            d->mark[si] = 0;
             t->storage = si;
             t->bytes = c->output_bytes[k];
             if (d->cfg.heuristic == DTR_HEURISTIC_EQ) {
@@ -661,9 +691,9 @@ static enum dtr_status call_add(struct dtr *d, const struct dtr_call_desc *c, dt
     uint32_t mark = dtr_stamp_next(d);
     for (uint32_t k = 0; k < c->n_inputs; k++) {
         uint32_t ps = d->tensors[c->inputs[k]].storage;
-        if (d->storages[ps].stamp == mark)
+        if (d->mark[ps] == mark)
             continue;
-        d->storages[ps].stamp = mark;
+        d->mark[ps] = mark;
         for (uint32_t j = 0; j < c->n_outputs; j++) {
             uint32_t cs = d->tensors[outputs[j]].storage;
             if (cs != ps && (adj_add(d, ps, 1, cs) || adj_add(d, cs, 0, ps)))
@@ -732,7 +762,7 @@ enum dtr_status dtr_tensor_release(struct dtr *d, dtr_tensor t)
     switch (d->cfg.dealloc) {
     case DTR_DEALLOC_EAGER:
         /* locked (acquired) storages stay; they remain ordinary candidates */
-        if (s->state == ST_RESIDENT && !s->pinned && !s->ref_int)
+        if (d->state[si] == ST_RESIDENT && !s->pinned && !s->ref_int)
             return evict(d, si, 1);
         return DTR_OK;
     case DTR_DEALLOC_BANISH:
@@ -750,7 +780,7 @@ static enum dtr_status make_resident(struct dtr *d, dtr_tensor t)
     enum dtr_status st = check(d, t);
     if (st || d->tensors[t].defined)
         return st;
-    if (d->storages[d->tensors[t].storage].state == ST_BANISHED) {
+    if (d->state[d->tensors[t].storage] == ST_BANISHED) {
         dtr_set_error(d, "dtr: tensor %u was banished", t);
         return DTR_ERR_INVALID;
     }

@@ -20,7 +20,7 @@ uint32_t dtr_stamp_next(struct dtr *d)
     if (++d->stamp == 0) {
         /* wrapped: clear every mark so that old marks cannot match */
         for (uint32_t i = 0; i < d->n_storages; i++)
-            d->storages[i].stamp = 0;
+            d->mark[i] = 0;
         for (uint32_t i = 0; i < d->n_uf; i++)
             d->uf_stamp[i] = 0;
         d->stamp = 1;
@@ -45,11 +45,16 @@ int dtr_uf_new(struct dtr *d, double value, uint32_t *node)
         if (!s)
             return -1;
         d->uf_stamp = s;
+        void *z = realloc(d->uf_size, (size_t)d->cap_uf * sizeof *d->uf_size);
+        if (!z)
+            return -1;
+        d->uf_size = z;
     }
     uint32_t n = d->n_uf++;
     d->uf_parent[n] = DTR_NONE;
     d->uf_value[n] = value;
     d->uf_stamp[n] = 0;
+    d->uf_size[n] = 1;
     *node = n;
     return 0;
 }
@@ -70,12 +75,22 @@ static uint32_t uf_find(struct dtr *d, uint32_t x)
     return r;
 }
 
+/* The smaller class goes under the larger, so that the root of a large
+ * class stays put while single evicted storages join it (dtr-eq's caches
+ * name roots). Which one becomes the root changes no value: the sum is the
+ * same pair of doubles either way (simrd puts a under b). */
 void dtr_uf_merge(struct dtr *d, uint32_t a, uint32_t b)
 {
     uint32_t l = uf_find(d, a), r = uf_find(d, b);
     if (l == r)
         return;
+    if (d->uf_size[l] > d->uf_size[r]) {
+        uint32_t t = l;
+        l = r;
+        r = t;
+    }
     d->uf_parent[l] = r;
+    d->uf_size[r] += d->uf_size[l];
     d->uf_value[r] += d->uf_value[l];
 }
 
@@ -111,9 +126,9 @@ int dtr_eq_on_evict(struct dtr *d, uint32_t s)
     for (int dir = 0; dir < 2; dir++) {
         FOR_NEIGHBOURS(d, s, dir, us, {
             d->st.metadata_accesses++;
-            const struct storage_rec *n = &d->storages[us];
-            if (us != s && (n->state == ST_EVICTED || n->state == ST_PENDING) && n->ecn != DTR_NONE)
-                dtr_uf_merge(d, n->ecn, node);
+            if (us != s && (d->state[us] == ST_EVICTED || d->state[us] == ST_PENDING) &&
+                d->storages[us].ecn != DTR_NONE)
+                dtr_uf_merge(d, d->storages[us].ecn, node);
         });
     }
     return 0;
@@ -128,35 +143,40 @@ int dtr_eq_on_evict(struct dtr *d, uint32_t s)
  * which a walk out from X finds. Changes are queued and applied in a batch
  * before the next scoring, so that runs that never evict pay nothing. */
 
-static int work_push(struct dtr *d, uint32_t s)
+/* Every storage is pushed at most once per walk (it is marked first). */
+static int work_reserve(struct dtr *d)
 {
-    if (DTR_GROW(d, d->work, d->cap_work, d->n_work + 1))
-        return -1;
-    d->work[d->n_work++] = s;
-    return 0;
+    d->n_work = 0;
+    return DTR_GROW(d, d->work, d->cap_work, (size_t)d->n_storages + 1);
 }
 
 static double region_cost(struct dtr *d, uint32_t base, int forward)
 {
     uint32_t mark = dtr_stamp_next(d);
-    double cost = 0;
-    d->storages[base].stamp = mark;
-    d->n_work = 0;
-    if (work_push(d, base))
+    if (work_reserve(d))
         return NAN;
-    while (d->n_work) {
-        uint32_t s = d->work[--d->n_work];
-        FOR_NEIGHBOURS(d, s, forward, us, {
-            d->st.metadata_accesses++;
-            struct storage_rec *n = &d->storages[us];
-            if (n->state == ST_EVICTED && n->stamp != mark) {
-                n->stamp = mark;
-                cost += n->compute;
-                if (work_push(d, us))
-                    return NAN;
+    const uint8_t *state = d->state;
+    uint32_t *marks = d->mark, *work = d->work, n_work = 0;
+    uint64_t accesses = 0;
+    double cost = 0;
+    marks[base] = mark;
+    work[n_work++] = base;
+    while (n_work) {
+        uint32_t s = work[--n_work];
+        const struct storage_rec *r = &d->storages[s];
+        const uint32_t *adj = r->adj[forward ? 1 : 0];
+        uint32_t n = r->n_adj[forward ? 1 : 0];
+        accesses += n;
+        for (uint32_t k = 0; k < n; k++) {
+            uint32_t us = adj[k];
+            if (state[us] == ST_EVICTED && marks[us] != mark) {
+                marks[us] = mark;
+                cost += d->storages[us].compute;
+                work[n_work++] = us;
             }
-        });
+        }
     }
+    d->st.metadata_accesses += accesses;
     return cost;
 }
 
@@ -206,31 +226,35 @@ int dtr_region_changed(struct dtr *d, uint32_t s)
 static int invalidate_from(struct dtr *d, uint32_t x, int forward, uint64_t *steps)
 {
     uint32_t mark = dtr_stamp_next(d);
-    d->storages[x].stamp = mark;
-    d->n_work = 0;
-    if (work_push(d, x))
+    if (work_reserve(d))
         return -1;
-    while (d->n_work) {
-        uint32_t s = d->work[--d->n_work];
-        if (*steps < d->storages[s].n_adj[forward ? 1 : 0])
+    const uint8_t *state = d->state;
+    uint32_t *marks = d->mark, *work = d->work, n_work = 0;
+    marks[x] = mark;
+    work[n_work++] = x;
+    while (n_work) {
+        uint32_t s = work[--n_work];
+        const struct storage_rec *r = &d->storages[s];
+        const uint32_t *adj = r->adj[forward ? 1 : 0];
+        uint32_t n = r->n_adj[forward ? 1 : 0];
+        if (*steps < n)
             return 1;
-        *steps -= d->storages[s].n_adj[forward ? 1 : 0];
-        FOR_NEIGHBOURS(d, s, forward, us, {
-            d->st.metadata_accesses++;
-            struct storage_rec *n = &d->storages[us];
-            if (n->stamp != mark) {
-                n->stamp = mark;
-                if (n->state == ST_RESIDENT) {
-                    if (forward)
-                        n->bwd_valid = 0;
-                    else
-                        n->fwd_valid = 0;
-                } else if (n->state == ST_EVICTED) {
-                    if (work_push(d, us))
-                        return -1;
-                }
+        *steps -= n;
+        d->st.metadata_accesses += n;
+        for (uint32_t k = 0; k < n; k++) {
+            uint32_t us = adj[k];
+            if (marks[us] == mark)
+                continue;
+            marks[us] = mark;
+            if (state[us] == ST_RESIDENT) {
+                if (forward)
+                    d->storages[us].bwd_valid = 0;
+                else
+                    d->storages[us].fwd_valid = 0;
+            } else if (state[us] == ST_EVICTED) {
+                work[n_work++] = us;
             }
-        });
+        }
     }
     return 0;
 }
@@ -288,23 +312,56 @@ static double per_byte_time(double cost, uint64_t bytes, double staleness)
     return (double)((long double)cost / den);
 }
 
+void dtr_eq_changed(struct dtr *d, uint32_t s)
+{
+    if (d->cfg.heuristic != DTR_HEURISTIC_EQ)
+        return;
+    d->storages[s].eq_valid = 0;
+    for (int dir = 0; dir < 2; dir++)
+        FOR_NEIGHBOURS(d, s, dir, us, { d->storages[us].eq_valid = 0; });
+}
+
+/* compute(s) + the values of the distinct classes of s's non-resident
+ * neighbours, added in the order the neighbours are met. Which classes
+ * those are changes only when a neighbour changes state or an edge is added
+ * (dtr_eq_changed clears the cache) or when one of those classes is merged
+ * under another (its root is no longer a root); their values change with
+ * every eviction, so only the roots are cached and the values are summed
+ * again, in the same order, which gives the same double. */
 static double eq_cost(struct dtr *d, uint32_t s)
 {
-    double cost = d->storages[s].compute;
-    uint32_t mark = dtr_stamp_next(d);
+    struct storage_rec *r = &d->storages[s];
+    double cost = r->compute;
+    if (r->eq_valid) {
+        uint32_t k = 0;
+        while (k < r->eq_n && d->uf_parent[r->eq_roots[k]] == DTR_NONE)
+            k++;
+        d->st.metadata_accesses += k;
+        if (k == r->eq_n) {
+            for (k = 0; k < r->eq_n; k++)
+                cost += d->uf_value[r->eq_roots[k]];
+            return cost;
+        }
+    }
+    uint32_t mark = dtr_stamp_next(d), n_roots = 0;
     for (int dir = 0; dir < 2; dir++) {
         FOR_NEIGHBOURS(d, s, dir, us, {
             d->st.metadata_accesses++;
-            const struct storage_rec *n = &d->storages[us];
-            if (us != s && (n->state == ST_EVICTED || n->state == ST_PENDING) && n->ecn != DTR_NONE) {
-                uint32_t root = uf_find(d, n->ecn);
+            if (us != s && (d->state[us] == ST_EVICTED || d->state[us] == ST_PENDING) &&
+                d->storages[us].ecn != DTR_NONE) {
+                uint32_t root = uf_find(d, d->storages[us].ecn);
                 if (d->uf_stamp[root] != mark) {
                     d->uf_stamp[root] = mark;
                     cost += d->uf_value[root];
+                    if (n_roots < DTR_EQ_ROOTS)
+                        r->eq_roots[n_roots] = root;
+                    n_roots++;
                 }
             }
         });
     }
+    r->eq_n = (uint8_t)(n_roots < DTR_EQ_ROOTS ? n_roots : DTR_EQ_ROOTS);
+    r->eq_valid = n_roots <= DTR_EQ_ROOTS;
     return cost;
 }
 
