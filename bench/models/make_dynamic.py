@@ -30,16 +30,23 @@ lstm_var_len  input_ids int64 [batch, seq] with `seq` a symbolic dimension
               a length that changes every step would not fit them.
 treelstm      A binary TreeLSTM (Tai et al. 2015, N-ary with N = 2) over a
               random binary tree built by shift-reduce: tokens int64 [n] ->
-              embedding -> leaf cells (h, c) [n, H]; a Loop of n-1
-              iterations carries the frontier (H, C) [m, H], m = n..1, and
-              at iteration i merges the adjacent pair (k, k+1) with
+              embedding -> leaf cells (h, c); a Loop of n-1 iterations
+              carries the frontier (m = n..1 subtrees) and at iteration i
+              merges the adjacent pair (k, k+1) with
               k = int(Sigmoid(3 * merge_noise[i]) * (m - 1)), merge_noise a
               float input [n] (the last entry unused): the tree changes with
-              the input. The new frontier is Gather(Concat(H, h), idx) with
-              idx = j for j < k, m (the new node) for j = k, j + 1 beyond —
-              no zero-sized slices at either end. Scan output: the merge
-              positions. Outputs "logits" [1, classes] of the root (trained
-              with cross-entropy against dtrexec's drawn label) and
+              the input. frontier=sequence (default): the frontier is a pair
+              of tensor sequences, one [1, H] state per subtree; the merge
+              reads its children with SequenceAt and replaces them with
+              SequenceErase/SequenceInsert, so the step's dataflow follows
+              the tree (as a per-node framework would run it: a new tree is
+              a new graph for a static planner). frontier=tensor: the
+              frontier is one [m, H] tensor, rebuilt by Gather(Concat(H, h),
+              idx) with idx = j for j < k, m (the new node) for j = k, j + 1
+              beyond; there the tree is in the indices only and every tree
+              of n leaves has the same dataflow graph. Scan output: the
+              merge positions. Outputs "logits" [1, classes] of the root
+              (trained with cross-entropy against dtrexec's drawn label) and
               "merge_order" int64 [n-1, 1].
 early_exit    x [batch, in] -> h = Relu(Linear) -> early logits; If the
               batch's mean top-class softmax probability is above
@@ -178,7 +185,59 @@ def _split(b, x, name, parts):
     return b.node("Split", [x], name, outputs=parts, axis=1)
 
 
-def build_treelstm(batch=1, seed=0, leaves=8, embed=16, hidden=32, vocab=100, classes=5, dynamic_leaves=False):
+def _treelstm_cell(body, hcat, cl, cr, wm, bm):
+    """The binary TreeLSTM cell: hcat [1, 2H] = [h_l, h_r], children's c."""
+    zz = body.node("Add", [body.node("MatMul", [hcat, wm], "merge/matmul"), bm], "merge/gates_in")
+    i_, fl, fr, o_, u_ = _split(body, zz, "merge/gates", ["i", "fl", "fr", "o", "u"])
+    sig = {g: body.node("Sigmoid", [v], f"merge/sig_{g}") for g, v in (("i", i_), ("fl", fl), ("fr", fr),
+                                                                     ("o", o_))}
+    c = body.node("Add", [body.node("Mul", [sig["i"], body.node("Tanh", [u_], "merge/tanh_u")], "merge/iu"),
+                          body.node("Add", [body.node("Mul", [sig["fl"], cl], "merge/fl_cl"),
+                                            body.node("Mul", [sig["fr"], cr], "merge/fr_cr")], "merge/forget")],
+                  "merge/c")                                                   # [1, H]
+    h = body.node("Mul", [sig["o"], body.node("Tanh", [c], "merge/tanh_c")], "merge/h")
+    return h, c
+
+
+def _treelstm_sequence_body(b, body, H, noise, three, one_i, wm, bm):
+    """The frontier as sequences of [1, H] tensors, one per subtree: the
+    merge reads its two children with SequenceAt and replaces them with
+    SequenceErase/SequenceInsert, so each step's dataflow follows the tree."""
+    it = body.input("merge/iter", [], TensorProto.INT64)
+    cond = body.input("merge/cond", [], TensorProto.BOOL)
+    body.inputs += [helper.make_tensor_sequence_value_info("merge/H", TensorProto.FLOAT, [1, H]),
+                    helper.make_tensor_sequence_value_info("merge/C", TensorProto.FLOAT, [1, H])]
+    Hs, Cs = "merge/H", "merge/C"
+    m = body.node("SequenceLength", [Hs], "merge/m")                           # scalar int64
+    mf1 = body.node("Sub", [body.node("Cast", [m], "merge/m_float", to=TensorProto.FLOAT), "merge.one_f0"],
+                    "merge/m_minus_one")
+    u = body.node("Gather", [noise, it], "merge/noise", axis=0)
+    p = body.node("Sigmoid", [body.node("Mul", [u, three], "merge/scaled")], "merge/p")
+    k = body.node("Cast", [body.node("Mul", [p, mf1], "merge/k_float")], "merge/k", to=TensorProto.INT64)
+    k1 = body.node("Add", [k, one_i], "merge/k_plus_one")
+    hl = body.node("SequenceAt", [Hs, k], "merge/h_left")
+    hr = body.node("SequenceAt", [Hs, k1], "merge/h_right")
+    cl = body.node("SequenceAt", [Cs, k], "merge/c_left")
+    cr = body.node("SequenceAt", [Cs, k1], "merge/c_right")
+    hcat = body.node("Concat", [hl, hr], "merge/children_h_row", axis=1)      # [1, 2H]
+    h, c = _treelstm_cell(body, hcat, cl, cr, wm, bm)
+    outs = []
+    for seq, new, tag in ((Hs, h, "H"), (Cs, c, "C")):
+        e1 = body.node("SequenceErase", [seq, k1], f"merge/{tag}_erase_right")
+        e2 = body.node("SequenceErase", [e1, k], f"merge/{tag}_erase_left")
+        outs.append(body.node("SequenceInsert", [e2, new, k], f"merge/{tag}_next"))
+    c_out = body.node("Identity", [cond], "merge/cond_next")
+    k_row = body.node("Unsqueeze", [k, "merge.axis0"], "merge/k_row")           # [1]
+    body.typed_output(c_out, TensorProto.BOOL, [])
+    for o in outs:
+        body.outputs.append(helper.make_tensor_sequence_value_info(o, TensorProto.FLOAT, [1, H]))
+    body.typed_output(k_row, TensorProto.INT64, [1])
+
+
+def build_treelstm(batch=1, seed=0, leaves=8, embed=16, hidden=32, vocab=100, classes=5, dynamic_leaves=False,
+                   frontier="sequence"):
+    if frontier not in ("tensor", "sequence"):
+        raise ValueError(f"treelstm: frontier must be 'tensor' or 'sequence', not '{frontier}'")
     if batch != 1:
         raise ValueError("treelstm: one tree per step (batch must be 1)")
     if leaves < 2 and not dynamic_leaves:
@@ -205,11 +264,26 @@ def build_treelstm(batch=1, seed=0, leaves=8, embed=16, hidden=32, vocab=100, cl
     wm = b.he_normal("merge.weight", (2 * H, 5 * H), fan_in=2 * H, gain=1.0)
     bm = b.small("merge.bias", (5 * H,))
     three = b.floats("merge.noise_scale", 3.0)
+
+    body = Body("treelstm.merge")
+    if frontier == "sequence":
+        b.floats("merge.one_f0", 1.0)
+        b.ints("merge.axis0", [0])
+        _treelstm_sequence_body(b, body, H, noise, three, one_i, wm, bm)
+        h_seq = b.node("SplitToSequence", [h0], "leaf.h_list", axis=0, keepdims=1)
+        c_seq = b.node("SplitToSequence", [c0], "leaf.c_list", axis=0, keepdims=1)
+        root_seq, _, order = b.node("Loop", [trips, go_on, h_seq, c_seq], "tree", outputs=["h", "c", "order"],
+                                    body=body.graph())
+        root = b.node("SequenceAt", [root_seq, b.ints("root.index", 0)], "root")
+        logits = b.linear(root, "classifier", H, classes)
+        b.output(logits, rename="logits")
+        b.output(order, dtype=TensorProto.INT64, rename="merge_order")
+        return b.build(f"treelstm: binary TreeLSTM over a random shift-reduce tree of {n} leaves, embed {embed}, "
+                       f"hidden {H}, vocab {vocab}, {classes} classes; Loop over the merges, the frontier a "
+                       "sequence of per-subtree states")
     b.floats("merge.one_f", [1.0])
     b.ints("merge.zero_i", 0)
     b.ints("merge.row_shape", [1, 2 * H])
-
-    body = Body("treelstm.merge")
     it = body.input("merge/iter", [], TensorProto.INT64)
     cond = body.input("merge/cond", [], TensorProto.BOOL)
     Hs = body.input("merge/H", [None, H])
@@ -351,7 +425,7 @@ def config(name, tiny=False, **overrides):
         raise ValueError(f"unknown model '{name}'; models: {' '.join(MODELS)}")
     _, full, small = MODELS[name]
     cfg = dict(small if tiny else full)
-    extra = {"lstm_var_len": ("cell",), "treelstm": ("dynamic_leaves",),
+    extra = {"lstm_var_len": ("cell",), "treelstm": ("dynamic_leaves", "frontier"),
              "early_exit": ("threshold",)}.get(name, ())
     for k, v in overrides.items():
         if v is None:
