@@ -14,7 +14,10 @@ source), fed seeded inputs, and run
 
   - by dtrexec through its command line: one process, --repeat warmup+repeat,
     per-run times from the --stats JSON's step_seconds, the first `warmup`
-    dropped (model loading is not timed);
+    dropped (model loading is not timed). dtrexec's first run executes the
+    model's own nodes; before the second it fuses its convolutions
+    (runtime/fuse.c), so timings need --warmup >= 1 and the outputs compared
+    are those of the fused graph whenever warmup + repeat >= 2;
   - by onnxruntime (CPUExecutionProvider, intra_op_num_threads=threads,
     inter_op_num_threads=1, sequential execution, default graph
     optimizations), the same warm-up and repeats on one session per round;
@@ -137,6 +140,9 @@ def main():
         print(f"infer_bench: dtrexec '{args.dtrexec}' is not an executable file (build it, pass --dtrexec, "
               f"or use --ort-only)", file=sys.stderr)
         return 1
+    if args.warmup < 1 and not args.ort_only:
+        print("# WARNING: --warmup 0 times dtrexec's first run, which precedes its inference graph "
+              "optimization (and onnxruntime's first run includes no such step)", file=sys.stderr)
     os.makedirs(args.work_dir, exist_ok=True)
 
     cases = []

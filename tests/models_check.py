@@ -85,7 +85,9 @@ def check_one(entry, args, tmp):
            f"gen {gen_s:.2f}s, onnxruntime {ort_t[0] * 1e3:.1f} ms")
     if args.dtrexec:
         try:
-            d_out, d_t, _ = runners.run_dtrexec(args.dtrexec, path, feeds, threads=args.threads,
+            # Two runs: the outputs are the second's, after the inference
+            # optimization (runtime/fuse.c) has rewritten the graph.
+            d_out, d_t, _ = runners.run_dtrexec(args.dtrexec, path, feeds, threads=args.threads, repeat=2,
                                                 work_dir=os.path.join(tmp, name + ".run"),
                                                 timeout=args.timeout)
         except runners.DtrexecError as e:

@@ -16,7 +16,7 @@
 #include "runtime/dtrexec.h"
 #include "runtime/runtime-impl.h"
 
-/* ---- a tiny model builder over the onnx/ IR (arrays, never freed) ---------- */
+/* ---- a tiny model builder over the onnx/ IR ------------------------------------ */
 
 #define TB_MAX 128
 
@@ -172,6 +172,22 @@ static void tb_save(struct tb *b, const char *path)
     ck_assert_msg(onnx_model_save(&m, path, err, sizeof err) == 0, "saving %s: %s", path, err);
 }
 
+/* Frees what the builder allocated; the struct can then build again. */
+static void tb_free(struct tb *b)
+{
+    for (int i = 0; i < b->n_inits; i++)
+        free(b->inits[i].data);
+    for (int i = 0; i < b->n_nodes; i++) {
+        struct onnx_node *n = &b->nodes[i];
+        for (int k = 0; k < n->n_attrs; k++)
+            free(n->attrs[k].ints);
+        free(n->attrs);
+        free(n->inputs);
+        free(n->outputs);
+    }
+    memset(b, 0, sizeof *b);
+}
+
 /* ---- the models --------------------------------------------------------------- */
 
 /* A ResNet-like stem and bottleneck, with the cases the pass must tell
@@ -220,6 +236,7 @@ static void model_resnetish(const char *path, int nsp, int symbolic_batch)
               tb_init(&b, "h.bcast", nsp + 2, bd, -1.0f, 1.0f));
     tb_output(&b, tb_op(&b, "Relu", "h.relu", h, NULL));
     tb_save(&b, path);
+    tb_free(&b);
 }
 
 /* ---- running and comparing --------------------------------------------------- */
