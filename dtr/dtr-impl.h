@@ -43,28 +43,31 @@ struct op_rec {
  * the order eq_cost meets them (at most this many). */
 #define DTR_EQ_ROOTS 6
 
+/* What scoring reads comes first (one cache line for dtr and most of
+ * dtr-eq): the window search of the runtime scores every block of the arena
+ * on each eviction. */
 struct storage_rec {
     uint64_t bytes;
     double compute;                 /* cost of the distinct calls of its tensors */
     double last_access;
+    uint8_t in_pool;
+    uint8_t pinned;
+    uint8_t changed;                /* queued in dtr.changed */
+    uint8_t fwd_valid, bwd_valid;
+    uint8_t eq_valid;
+    uint8_t eq_n;
+    uint32_t ecn;                   /* union-find node (dtr-eq), DTR_NONE when resident */
+    uint32_t fwd_epoch, bwd_epoch;  /* region caches valid when == dtr.region_epoch ... */
+    double fwd_cost, bwd_cost;      /* ... and the flag above is set */
+    uint32_t eq_roots[DTR_EQ_ROOTS]; /* dtr-eq: valid while eq_valid is set and each is a root */
+    uint32_t pool_prev, pool_next;  /* evictable pool, in the order storages joined it */
     uint32_t first_tensor, last_tensor;
     uint32_t ref_ext;               /* program references, all its tensors together */
     uint32_t ref_int;               /* locks (pins hold one for good) */
-    uint32_t pool_prev, pool_next;  /* evictable pool, in the order storages joined it */
-    uint32_t ecn;                   /* union-find node (dtr-eq), DTR_NONE when resident */
-    uint32_t fwd_epoch, bwd_epoch;  /* region caches valid when == dtr.region_epoch ... */
-    double fwd_cost, bwd_cost;      /* ... and the flag below is set */
     /* storage-level edges, [0] parents and [1] children, for the walks of
      * the heuristics (no self-edges; duplicates are harmless) */
     uint32_t *adj[2];
     uint32_t n_adj[2], cap_adj[2];
-    uint32_t eq_roots[DTR_EQ_ROOTS]; /* dtr-eq: valid while eq_valid is set and each is a root */
-    uint8_t eq_n;
-    uint8_t eq_valid;
-    uint8_t fwd_valid, bwd_valid;
-    uint8_t pinned;
-    uint8_t in_pool;
-    uint8_t changed;                /* queued in dtr.changed */
 };
 
 struct frame {
@@ -108,6 +111,18 @@ struct dtr {
     uint32_t *changed;
     uint32_t n_changed, cap_changed;
     uint32_t region_epoch;
+    /* Region sums are exact in any order while every cost is an integer and
+     * all storages' costs together stay below 2^53 (FLOPs, simrd's logs):
+     * then the stale caches of the pool are recomputed together, 64 at a
+     * time, one bit per storage in reach[] (see region_refresh). */
+    uint8_t costs_exact;
+    uint8_t stale_all;              /* the epoch moved: every cache is stale */
+    double compute_total;
+    uint64_t *reach;
+    uint32_t *batch;
+    uint32_t cap_reach, cap_batch;
+    uint32_t *stale[2];             /* residents whose [0] backward / [1] forward cache was dropped */
+    uint32_t n_stale[2], cap_stale[2];
 
     /* explicit stacks: rematerialization never recurses on the C stack */
     struct frame *frames;
@@ -146,6 +161,9 @@ int dtr_region_changed(struct dtr *d, uint32_t s);
 /* Bring the region caches up to date with the queued changes. */
 int dtr_region_sync(struct dtr *d);
 double dtr_score(struct dtr *d, uint32_t s);
+/* For tests: the score of s computed afresh, every cache ignored (and the
+ * statistics left as they were). */
+double dtr_score_reference(struct dtr *d, uint32_t s);
 /* The storage to evict next, or DTR_NONE when the pool is empty. */
 uint32_t dtr_choose(struct dtr *d);
 

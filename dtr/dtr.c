@@ -135,6 +135,7 @@ struct dtr *dtr_create(const struct dtr_config *config, const struct dtr_memory_
     if (compute)
         d->comp = *compute;
     d->pool_head = d->pool_tail = DTR_NONE;
+    d->costs_exact = 1;
     d->rng = config->seed ? config->seed : 0x9E3779B97F4A7C15ULL;
     return d;
 }
@@ -159,6 +160,10 @@ void dtr_destroy(struct dtr *d)
     free(d->uf_stamp);
     free(d->uf_size);
     free(d->changed);
+    free(d->reach);
+    free(d->stale[0]);
+    free(d->stale[1]);
+    free(d->batch);
     free(d->frames);
     free(d->args);
     free(d->work);
@@ -619,6 +624,10 @@ static enum dtr_status call_add(struct dtr *d, const struct dtr_call_desc *c, dt
         DTR_GROW(d, d->uses, d->cap_uses, (size_t)d->n_uses + c->n_inputs))
         return nomem(d);
 
+    /* a cost reaches the storages of at most all its outputs */
+    d->compute_total += c->cost * c->n_outputs;
+    if (c->cost != floor(c->cost) || !(d->compute_total < 9007199254740992.0))
+        d->costs_exact = 0;
     uint32_t opi = d->n_ops++;
     struct op_rec *op = &d->ops[opi];
     op->in_begin = d->n_op_inputs;
@@ -651,6 +660,11 @@ static enum dtr_status call_add(struct dtr *d, const struct dtr_call_desc *c, dt
             d->tensors[s->last_tensor].next_in_storage = ti;
             s->last_tensor = ti;
             s->ref_ext++;
+            /* Its cost and (below) its parents change: when it is evicted
+             * (an input still to be recomputed), the cached regions through
+             * it are stale now, not only once it is resident again. */
+            if (dtr_region_changed(d, si))
+                return nomem(d);
         } else {
             uint32_t si = d->n_storages++;
             struct storage_rec *s = &d->storages[si];

@@ -247,15 +247,176 @@ static int invalidate_from(struct dtr *d, uint32_t x, int forward, uint64_t *ste
                 continue;
             marks[us] = mark;
             if (state[us] == ST_RESIDENT) {
-                if (forward)
-                    d->storages[us].bwd_valid = 0;
-                else
-                    d->storages[us].fwd_valid = 0;
+                /* reached forward: its backward region changed */
+                uint8_t *valid = forward ? &d->storages[us].bwd_valid : &d->storages[us].fwd_valid;
+                int which = forward ? 0 : 1;
+                if (*valid && d->costs_exact) {
+                    if (DTR_GROW(d, d->stale[which], d->cap_stale[which], d->n_stale[which] + 1))
+                        return -1;
+                    d->stale[which][d->n_stale[which]++] = us;
+                }
+                *valid = 0;
             } else if (state[us] == ST_EVICTED) {
                 work[n_work++] = us;
             }
         }
     }
+    return 0;
+}
+
+static int region_stale(const struct dtr *d, uint32_t s, int forward)
+{
+    const struct storage_rec *r = &d->storages[s];
+    return forward ? !(r->fwd_valid && r->fwd_epoch == d->region_epoch)
+                   : !(r->bwd_valid && r->bwd_epoch == d->region_epoch);
+}
+
+static int by_id_up(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int by_id_down(const void *a, const void *b) { return by_id_up(b, a); }
+
+/* The regions of up to 64 resident storages src[0..n) in one direction,
+ * together: the union u of their regions is collected once, then each
+ * evicted storage gets in reach[] the bits of the sources that reach it,
+ * passed along the edges in id order (calls make their outputs after their
+ * inputs, so one pass usually settles it; views can point back, hence the
+ * repeat), and each source's cost is the sum over its bits. Sums in another
+ * order than region_cost's walk: only for exact costs. */
+static int region_batch(struct dtr *d, const uint32_t *src, uint32_t n_src, int forward)
+{
+    if (DTR_GROW(d, d->reach, d->cap_reach, d->n_storages) || work_reserve(d))
+        return -1;
+    int dir = forward ? 1 : 0;
+    const uint8_t *state = d->state;
+    uint32_t mark = dtr_stamp_next(d), *marks = d->mark, *u = d->work, n_u = 0;
+    uint64_t *reach = d->reach, accesses = 0;
+    double cost[64];
+    for (uint32_t i = 0; i < n_src; i++) {
+        cost[i] = 0;
+        const struct storage_rec *r = &d->storages[src[i]];
+        accesses += r->n_adj[dir];
+        for (uint32_t k = 0; k < r->n_adj[dir]; k++) {
+            uint32_t us = r->adj[dir][k];
+            if (state[us] != ST_EVICTED)
+                continue;
+            if (marks[us] != mark) {
+                marks[us] = mark;
+                reach[us] = 0;
+                u[n_u++] = us;
+            }
+            reach[us] |= 1ull << i;
+        }
+    }
+    for (uint32_t j = 0; j < n_u; j++) {
+        const struct storage_rec *r = &d->storages[u[j]];
+        accesses += r->n_adj[dir];
+        for (uint32_t k = 0; k < r->n_adj[dir]; k++) {
+            uint32_t us = r->adj[dir][k];
+            if (state[us] == ST_EVICTED && marks[us] != mark) {
+                marks[us] = mark;
+                reach[us] = 0;
+                u[n_u++] = us;
+            }
+        }
+    }
+    /* in id order: by a pass over the ids in range when u fills it densely */
+    uint32_t lo = UINT32_MAX, hi = 0;
+    for (uint32_t j = 0; j < n_u; j++) {
+        lo = u[j] < lo ? u[j] : lo;
+        hi = u[j] > hi ? u[j] : hi;
+    }
+    if (n_u && hi - lo < 8 * n_u) {
+        uint32_t j = 0;
+        if (forward) {
+            for (uint32_t x = lo; x <= hi; x++)
+                if (marks[x] == mark && state[x] == ST_EVICTED)
+                    u[j++] = x;
+        } else {
+            for (uint32_t x = hi + 1; x-- > lo;)
+                if (marks[x] == mark && state[x] == ST_EVICTED)
+                    u[j++] = x;
+        }
+    } else {
+        qsort(u, n_u, sizeof *u, forward ? by_id_up : by_id_down);
+    }
+    for (int again = 1; again;) {
+        again = 0;
+        for (uint32_t j = 0; j < n_u; j++) {
+            uint64_t m = reach[u[j]];
+            const struct storage_rec *r = &d->storages[u[j]];
+            accesses += r->n_adj[dir];
+            for (uint32_t k = 0; k < r->n_adj[dir]; k++) {
+                uint32_t us = r->adj[dir][k];
+                if (state[us] == ST_EVICTED && (reach[us] | m) != reach[us]) {
+                    reach[us] |= m;
+                    if (forward ? us < u[j] : us > u[j])
+                        again = 1;   /* already passed on in this round */
+                }
+            }
+        }
+    }
+    for (uint32_t j = 0; j < n_u; j++) {
+        double c = d->storages[u[j]].compute;
+        for (uint64_t m = reach[u[j]]; m; m &= m - 1)
+            cost[__builtin_ctzll(m)] += c;
+    }
+    d->st.metadata_accesses += accesses;
+    for (uint32_t i = 0; i < n_src; i++) {
+        struct storage_rec *r = &d->storages[src[i]];
+        if (forward) {
+            r->fwd_cost = cost[i];
+            r->fwd_valid = 1;
+            r->fwd_epoch = d->region_epoch;
+        } else {
+            r->bwd_cost = cost[i];
+            r->bwd_valid = 1;
+            r->bwd_epoch = d->region_epoch;
+        }
+    }
+    return 0;
+}
+
+static int batch_add(struct dtr *d, uint32_t *n, uint32_t s, int forward)
+{
+    if (!d->storages[s].in_pool || !region_stale(d, s, forward))
+        return 0;
+    d->batch[(*n)++] = s;
+    if (*n < 64)
+        return 0;
+    *n = 0;
+    return region_batch(d, d->batch, 64, forward);
+}
+
+/* Recomputes the region caches of the pool that the last changes made
+ * stale (all of them after the epoch moved), in batches: every scan scores
+ * the whole pool (the runtime's window search too), so none of this work
+ * is wasted. Storages that join the pool later fill theirs by region_get. */
+static int region_refresh(struct dtr *d)
+{
+    if (DTR_GROW(d, d->batch, d->cap_batch, 64))
+        return -1;
+    for (int forward = 0; forward < 2; forward++) {
+        uint32_t n = 0;
+        if (!(forward && d->cfg.heuristic == DTR_HEURISTIC_MSPS)) {   /* msps: backward only */
+            if (d->stale_all) {
+                for (uint32_t s = d->pool_head; s != DTR_NONE; s = d->storages[s].pool_next)
+                    if (batch_add(d, &n, s, forward))
+                        return -1;
+            } else {
+                for (uint32_t i = 0; i < d->n_stale[forward]; i++)
+                    if (batch_add(d, &n, d->stale[forward][i], forward))
+                        return -1;
+            }
+            if (n && region_batch(d, d->batch, n, forward))
+                return -1;
+        }
+        d->n_stale[forward] = 0;
+    }
+    d->stale_all = 0;
     return 0;
 }
 
@@ -267,8 +428,9 @@ int dtr_region_sync(struct dtr *d)
         for (uint32_t i = 0; i < d->n_changed && i < REGION_SYNC_MAX_CHANGES; i++)
             d->storages[d->changed[i]].changed = 0;
         d->region_epoch++;
+        d->stale_all = 1;
         d->n_changed = 0;
-        return 0;
+        return d->costs_exact ? region_refresh(d) : 0;
     }
     /* A walk through a huge evicted component (a long chain evicted
      * behind a rematerialization) may cost more than recomputing the few
@@ -287,11 +449,12 @@ int dtr_region_sync(struct dtr *d)
             for (uint32_t j = i + 1; j < d->n_changed; j++)
                 d->storages[d->changed[j]].changed = 0;
             d->region_epoch++;
+            d->stale_all = 1;
             break;
         }
     }
     d->n_changed = 0;
-    return 0;
+    return d->costs_exact ? region_refresh(d) : 0;
 }
 
 /* ---- scores ---- */
@@ -328,11 +491,11 @@ void dtr_eq_changed(struct dtr *d, uint32_t s)
  * under another (its root is no longer a root); their values change with
  * every eviction, so only the roots are cached and the values are summed
  * again, in the same order, which gives the same double. */
-static double eq_cost(struct dtr *d, uint32_t s)
+static double eq_cost(struct dtr *d, uint32_t s, int cached)
 {
     struct storage_rec *r = &d->storages[s];
     double cost = r->compute;
-    if (r->eq_valid) {
+    if (cached && r->eq_valid) {
         uint32_t k = 0;
         while (k < r->eq_n && d->uf_parent[r->eq_roots[k]] == DTR_NONE)
             k++;
@@ -353,15 +516,17 @@ static double eq_cost(struct dtr *d, uint32_t s)
                 if (d->uf_stamp[root] != mark) {
                     d->uf_stamp[root] = mark;
                     cost += d->uf_value[root];
-                    if (n_roots < DTR_EQ_ROOTS)
+                    if (cached && n_roots < DTR_EQ_ROOTS)
                         r->eq_roots[n_roots] = root;
                     n_roots++;
                 }
             }
         });
     }
-    r->eq_n = (uint8_t)(n_roots < DTR_EQ_ROOTS ? n_roots : DTR_EQ_ROOTS);
-    r->eq_valid = n_roots <= DTR_EQ_ROOTS;
+    if (cached) {
+        r->eq_n = (uint8_t)(n_roots < DTR_EQ_ROOTS ? n_roots : DTR_EQ_ROOTS);
+        r->eq_valid = n_roots <= DTR_EQ_ROOTS;
+    }
     return cost;
 }
 
@@ -381,7 +546,7 @@ double dtr_score(struct dtr *d, uint32_t s)
         return per_byte_time(c, r->bytes, staleness);
     }
     case DTR_HEURISTIC_EQ:
-        return per_byte_time(eq_cost(d, s), r->bytes, staleness);
+        return per_byte_time(eq_cost(d, s, 1), r->bytes, staleness);
     case DTR_HEURISTIC_LOCAL:
         return per_byte_time(r->compute, r->bytes, staleness);
     case DTR_HEURISTIC_LRU:
@@ -400,6 +565,35 @@ double dtr_score(struct dtr *d, uint32_t s)
         break;
     }
     return (double)(d->rng >> 11);
+}
+
+double dtr_score_reference(struct dtr *d, uint32_t s)
+{
+    struct dtr_stats saved = d->st;
+    const struct storage_rec *r = &d->storages[s];
+    double staleness = d->clock - r->last_access, score;
+    switch (d->cfg.heuristic) {
+    case DTR_HEURISTIC_DTR:
+        if (r->bytes == 0 || !(staleness > 0)) {
+            score = INFINITY;
+        } else {
+            double c = r->compute + region_cost(d, s, 1);
+            c += region_cost(d, s, 0);
+            score = per_byte_time(c, d->storages[s].bytes, staleness);
+        }
+        break;
+    case DTR_HEURISTIC_EQ:
+        score = per_byte_time(eq_cost(d, s, 0), r->bytes, staleness);
+        break;
+    case DTR_HEURISTIC_MSPS:
+        score = r->bytes ? (r->compute + region_cost(d, s, 0)) / (double)d->storages[s].bytes : INFINITY;
+        break;
+    default:
+        score = dtr_score(d, s);
+        break;
+    }
+    d->st = saved;
+    return score;
 }
 
 static uint64_t rng_next(struct dtr *d)

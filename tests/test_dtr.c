@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dtr/dtr.h"
+#include "dtr/dtr-impl.h"   /* dtr_score_reference: the caches against a fresh computation */
 
 /* ---- a byte-counting allocator, as the simulator's ---- */
 
@@ -561,6 +562,130 @@ START_TEST(test_random_and_invalid)
 }
 END_TEST
 
+/* ---- the score caches against scores computed afresh ----
+ * Random programs shaped like DenseNet and ResNet (many-input calls,
+ * long fan-outs, views, multi-output calls) under a budget, with costs that
+ * are integers (the batched region sums) or not (region walks): every time
+ * the allocator refuses a buffer, which is when the core is about to score
+ * the pool, every evictable storage's score must equal, bit for bit, the
+ * score computed from scratch. */
+struct cache_check {
+    struct mem m;
+    uint64_t rng;
+    long checked;
+};
+
+static uint64_t cc_rand(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+static int cc_alloc(void *ctx, dtr_storage s, uint64_t bytes, unsigned flags)
+{
+    struct cache_check *cc = ctx;
+    int rc = mem_alloc(&cc->m, s, bytes, flags);
+    if (rc) {
+        struct dtr_stats st;
+        dtr_stats_get(cc->m.d, &st);
+        for (dtr_storage x = 0; x < st.storages; x++) {
+            double got, want;
+            if (!dtr_storage_is_evictable(cc->m.d, x))
+                continue;
+            ck_assert_int_eq(dtr_storage_score(cc->m.d, x, &got), DTR_OK);
+            want = dtr_score_reference(cc->m.d, x);
+            ck_assert_msg(got == want || (isnan(got) && isnan(want)),
+                          "%s: storage %u scored %.17g, afresh %.17g", dtr_heuristic_name(cc->m.d->cfg.heuristic), x,
+                          got, want);
+            cc->checked++;
+        }
+    }
+    return rc;
+}
+
+static void cc_free(void *ctx, dtr_storage s, unsigned flags) { mem_free(&((struct cache_check *)ctx)->m, s, flags); }
+
+static long run_cache_check(enum dtr_heuristic h, enum dtr_dealloc p, int integral, uint64_t seed)
+{
+    struct cache_check cc;
+    memset(&cc, 0, sizeof cc);
+    cc.rng = seed;
+    cc.m.evict_in_alloc = -1;
+    cc.m.budget = 2600;
+    struct dtr_config c;
+    dtr_config_default(&c);
+    c.heuristic = h;
+    c.dealloc = p;
+    struct dtr_memory_ops mo = { .ctx = &cc, .alloc = cc_alloc, .free = cc_free };
+    struct dtr *d = dtr_create(&c, &mo, NULL);
+    ck_assert_ptr_nonnull(d);
+    cc.m.d = d;
+    enum { LIVE = 40 };
+    dtr_tensor live[LIVE];
+    int n_live = 0;
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(dtr_constant_add(d, 8, NULL, &live[n_live++]), DTR_OK);
+    for (int call = 0; call < 400; call++) {
+        dtr_tensor in[24], out[3];
+        uint64_t bytes[3];
+        int32_t alias[3] = { -1, -1, -1 };
+        uint32_t n_in = 1 + (uint32_t)(cc_rand(&cc.rng) % 3), n_out = 1 + (uint32_t)(cc_rand(&cc.rng) % 4 == 0);
+        if (cc_rand(&cc.rng) % 6 == 0)
+            n_in = 8 + (uint32_t)(cc_rand(&cc.rng) % 16);   /* a concatenation */
+        if (n_in > (uint32_t)n_live)
+            n_in = (uint32_t)n_live;
+        for (uint32_t k = 0; k < n_in; k++)   /* mostly recent tensors, sometimes old ones */
+            in[k] = live[cc_rand(&cc.rng) % 2 ? n_live - 1 - (int)(cc_rand(&cc.rng) % (n_live < 6 ? n_live : 6))
+                                              : (int)(cc_rand(&cc.rng) % n_live)];
+        for (uint32_t k = 0; k < n_out; k++)
+            bytes[k] = 16 + cc_rand(&cc.rng) % 120;
+        if (cc_rand(&cc.rng) % 8 == 0)
+            alias[0] = 0;   /* a view of the first input */
+        double cost = (double)(1 + cc_rand(&cc.rng) % 1000);
+        if (!integral)
+            cost /= 7.0;
+        struct dtr_call_desc desc = { .inputs = in, .n_inputs = n_in, .output_bytes = bytes, .output_alias = alias,
+                                      .n_outputs = n_out, .cost = cost };
+        enum dtr_status st = dtr_call(d, &desc, out, NULL);
+        if (st == DTR_ERR_OOM)
+            break;   /* this program needs more than the budget: checked up to here */
+        ck_assert_msg(st == DTR_OK, "%s", dtr_error(d));
+        for (uint32_t k = 0; k < n_out; k++) {
+            if (n_live == LIVE) {   /* the program drops an old tensor (not a constant) */
+                int victim = 4 + (int)(cc_rand(&cc.rng) % (LIVE - 4));
+                ck_assert_int_eq(dtr_tensor_release(d, live[victim]), DTR_OK);
+                live[victim] = live[--n_live];
+            }
+            live[n_live++] = out[k];
+        }
+        if (cc_rand(&cc.rng) % 4 == 0 && n_live > 8) {
+            int victim = 4 + (int)(cc_rand(&cc.rng) % (uint64_t)(n_live - 4));
+            ck_assert_int_eq(dtr_tensor_release(d, live[victim]), DTR_OK);
+            live[victim] = live[--n_live];
+        }
+    }
+    dtr_destroy(d);
+    return cc.checked;
+}
+
+START_TEST(test_score_caches)
+{
+    const enum dtr_heuristic hs[] = { DTR_HEURISTIC_DTR, DTR_HEURISTIC_EQ, DTR_HEURISTIC_MSPS };
+    const enum dtr_dealloc ps[] = { DTR_DEALLOC_EAGER, DTR_DEALLOC_BANISH, DTR_DEALLOC_IGNORE };
+    for (int h = 0; h < 3; h++) {
+        long checked = 0;
+        for (int p = 0; p < 3; p++)
+            for (int integral = 0; integral < 2; integral++)
+                for (uint64_t seed = 1; seed <= 6; seed++)
+                    checked += run_cache_check(hs[h], ps[p], integral, seed * 0x9E3779B97F4A7C15ull);
+        /* enough pressure that the caches were exercised */
+        ck_assert_msg(checked > 10000, "%s: only %ld scores checked", dtr_heuristic_name(hs[h]), checked);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("dtr");
@@ -578,6 +703,7 @@ int main(void)
     tcase_add_test(tc, test_deep_chain);
     tcase_add_test(tc, test_remat_limit);
     tcase_add_test(tc, test_random_and_invalid);
+    tcase_add_test(tc, test_score_caches);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
