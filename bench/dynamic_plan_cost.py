@@ -28,7 +28,7 @@ Writes dynamic_plan_cost.csv (one row per step and solver) and
 dynamic_plan_cost.md into --out (bench/results).
 
     python3 bench/dynamic_plan_cost.py --dtrexec build/dtrexec [--steps 8]
-        [--ratio 0.6] [--solvers checkmate] [--time-limit 60] [--models ...]
+        [--ratio 0.8] [--solvers checkmate] [--time-limit 60] [--models ...]
 """
 import argparse
 import csv
@@ -128,9 +128,18 @@ def model_rows(run, name, params, dims, args, tmp, log):
     for k in range(args.steps):
         inputs, label = draw_step(model, dims, rng, k, tmp)
         gpath = os.path.join(tmp, f"{name}-step{k}.json")
-        res, export_s = run(["export", path, "--train", "--seed", str(args.seed)] + inputs + ["-o", gpath])
+        # --fresh-inputs: targets drawn for this step's output shape (the
+        # inputs themselves are the files given).
+        res, export_s = run(["export", path, "--train", "--fresh-inputs", "--seed", str(args.seed)] + inputs
+                            + ["-o", gpath])
         if res is None or res.returncode:
-            raise SystemExit(f"{name} step {k}: export failed: {res.stderr if res else 'timeout'}")
+            why = (res.stderr.strip() or f"exit {res.returncode}") if res is not None else "timeout"
+            log(f"  {name} step {k + 1}: export failed: {why}")
+            rows += [{"model": name, "step": k + 1, "shape": label, "graph": "", "nodes": 0, "export_s": export_s,
+                      "solver": solver, "ratio": args.ratio, "new_graph": False, "plan_s": 0.0,
+                      "status": f"export failed ({why[:80]})", "overhead": None, "solve_s": None}
+                     for solver in args.solvers]
+            continue
         key, n_nodes = graph_key(gpath)
         for solver in args.solvers:
             row = {"model": name, "step": k + 1, "shape": label, "graph": key, "nodes": n_nodes,
@@ -200,7 +209,10 @@ def summary(rows, dtrs, args, meta):
          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name in dict.fromkeys(r["model"] for r in rows):
         for solver in args.solvers:
-            mine = [r for r in rows if r["model"] == name and r["solver"] == solver]
+            mine = [r for r in rows if r["model"] == name and r["solver"] == solver and r["graph"]]
+            if not mine:
+                L.append(f"| {name} | {solver} | 0 | — | — | — | — | — | export failed | — | — | — | — | — |")
+                continue
             new = [r for r in mine if r["new_graph"]]
             statuses = {}
             for r in new:
@@ -230,7 +242,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--steps", type=int, default=8)
-    ap.add_argument("--ratio", type=float, default=0.6)
+    ap.add_argument("--ratio", type=float, default=0.8)
     ap.add_argument("--solvers", default="checkmate", help="comma-separated `dtrexec plan` solvers")
     ap.add_argument("--time-limit", type=int, default=60, help="MILP time limit per graph (s)")
     ap.add_argument("--seed", type=int, default=3)
