@@ -119,8 +119,8 @@ struct dtr {
     uint8_t stale_all;              /* the epoch moved: every cache is stale */
     double compute_total;
     uint64_t *reach;
-    uint32_t *batch;
-    uint32_t cap_reach, cap_batch;
+    uint64_t *keys;                 /* region_refresh: (source, stale storage) pairs */
+    uint32_t cap_reach, cap_keys;
     uint32_t *stale[2];             /* residents whose [0] backward / [1] forward cache was dropped */
     uint32_t n_stale[2], cap_stale[2];
 

@@ -163,7 +163,7 @@ void dtr_destroy(struct dtr *d)
     free(d->reach);
     free(d->stale[0]);
     free(d->stale[1]);
-    free(d->batch);
+    free(d->keys);
     free(d->frames);
     free(d->args);
     free(d->work);

@@ -279,14 +279,19 @@ static int by_id_up(const void *a, const void *b)
 
 static int by_id_down(const void *a, const void *b) { return by_id_up(b, a); }
 
-/* The regions of up to 64 resident storages src[0..n) in one direction,
- * together: the union u of their regions is collected once, then each
- * evicted storage gets in reach[] the bits of the sources that reach it,
- * passed along the edges in id order (calls make their outputs after their
- * inputs, so one pass usually settles it; views can point back, hence the
- * repeat), and each source's cost is the sum over its bits. Sums in another
- * order than region_cost's walk: only for exact costs. */
-static int region_batch(struct dtr *d, const uint32_t *src, uint32_t n_src, int forward)
+/* A source of region_batch: a resident storage, or (SRC_SELF) an evicted
+ * one whose region counts itself: the region of a storage whose one evicted
+ * neighbour in that direction is x is x's. */
+#define SRC_SELF (1ull << 32)
+
+/* The regions of up to 64 sources in one direction, together: the union u
+ * of their regions is collected once, then each evicted storage gets in
+ * reach[] the bits of the sources that reach it, passed along the edges in
+ * id order (calls make their outputs after their inputs, so one pass
+ * usually settles it; views can point back, hence the repeat), and each
+ * source's cost is the sum over its bits. Sums in another order than
+ * region_cost's walk: only for exact costs. */
+static int region_batch(struct dtr *d, const uint64_t *src, uint32_t n_src, int forward, double *cost)
 {
     if (DTR_GROW(d, d->reach, d->cap_reach, d->n_storages) || work_reserve(d))
         return -1;
@@ -294,13 +299,18 @@ static int region_batch(struct dtr *d, const uint32_t *src, uint32_t n_src, int 
     const uint8_t *state = d->state;
     uint32_t mark = dtr_stamp_next(d), *marks = d->mark, *u = d->work, n_u = 0;
     uint64_t *reach = d->reach, accesses = 0;
-    double cost[64];
     for (uint32_t i = 0; i < n_src; i++) {
         cost[i] = 0;
-        const struct storage_rec *r = &d->storages[src[i]];
-        accesses += r->n_adj[dir];
-        for (uint32_t k = 0; k < r->n_adj[dir]; k++) {
-            uint32_t us = r->adj[dir][k];
+        uint32_t x = (uint32_t)src[i];
+        const uint32_t *seeds = &x;
+        uint32_t n_seeds = 1;
+        if (!(src[i] & SRC_SELF)) {
+            seeds = d->storages[x].adj[dir];
+            n_seeds = d->storages[x].n_adj[dir];
+            accesses += n_seeds;
+        }
+        for (uint32_t k = 0; k < n_seeds; k++) {
+            uint32_t us = seeds[k];
             if (state[us] != ST_EVICTED)
                 continue;
             if (marks[us] != mark) {
@@ -365,54 +375,106 @@ static int region_batch(struct dtr *d, const uint32_t *src, uint32_t n_src, int 
             cost[__builtin_ctzll(m)] += c;
     }
     d->st.metadata_accesses += accesses;
-    for (uint32_t i = 0; i < n_src; i++) {
-        struct storage_rec *r = &d->storages[src[i]];
-        if (forward) {
-            r->fwd_cost = cost[i];
-            r->fwd_valid = 1;
-            r->fwd_epoch = d->region_epoch;
-        } else {
-            r->bwd_cost = cost[i];
-            r->bwd_valid = 1;
-            r->bwd_epoch = d->region_epoch;
-        }
-    }
     return 0;
 }
 
-static int batch_add(struct dtr *d, uint32_t *n, uint32_t s, int forward)
+static void region_set(struct dtr *d, uint32_t s, int forward, double cost)
+{
+    struct storage_rec *r = &d->storages[s];
+    if (forward) {
+        r->fwd_cost = cost;
+        r->fwd_valid = 1;
+        r->fwd_epoch = d->region_epoch;
+    } else {
+        r->bwd_cost = cost;
+        r->bwd_valid = 1;
+        r->bwd_epoch = d->region_epoch;
+    }
+}
+
+static int by_key(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Queues stale storage s of the pool as two entries of keys[]: its source
+ * (s itself, or its one evicted neighbour with SRC_SELF), then s. A storage
+ * with no evicted neighbour in that direction costs 0 at once. */
+static int refresh_add(struct dtr *d, uint32_t *n, uint32_t s, int forward)
 {
     if (!d->storages[s].in_pool || !region_stale(d, s, forward))
         return 0;
-    d->batch[(*n)++] = s;
-    if (*n < 64)
+    const struct storage_rec *r = &d->storages[s];
+    const uint32_t *adj = r->adj[forward ? 1 : 0];
+    uint32_t n_adj = r->n_adj[forward ? 1 : 0], first = DTR_NONE;
+    int many = 0;
+    for (uint32_t k = 0; k < n_adj && !many; k++)
+        if (d->state[adj[k]] == ST_EVICTED) {
+            if (first == DTR_NONE)
+                first = adj[k];
+            else if (adj[k] != first)
+                many = 1;
+        }
+    d->st.metadata_accesses += n_adj;
+    if (first == DTR_NONE) {
+        region_set(d, s, forward, 0);
         return 0;
-    *n = 0;
-    return region_batch(d, d->batch, 64, forward);
+    }
+    if (DTR_GROW(d, d->keys, d->cap_keys, (size_t)*n + 2))
+        return -1;
+    d->keys[(*n)++] = many ? s : (SRC_SELF | first);
+    d->keys[(*n)++] = s;
+    return 0;
 }
 
+static int by_pair(const void *a, const void *b) { return by_key(a, b); }
+
 /* Recomputes the region caches of the pool that the last changes made
- * stale (all of them after the epoch moved), in batches: every scan scores
- * the whole pool (the runtime's window search too), so none of this work
- * is wasted. Storages that join the pool later fill theirs by region_get. */
+ * stale (all of them after the epoch moved): every scan scores the whole
+ * pool (the runtime's window search too), so none of this work is wasted.
+ * Storages sharing their one evicted neighbour share a source; the sources
+ * go through region_batch 64 at a time. Storages that join the pool later
+ * fill theirs by region_get. */
 static int region_refresh(struct dtr *d)
 {
-    if (DTR_GROW(d, d->batch, d->cap_batch, 64))
-        return -1;
     for (int forward = 0; forward < 2; forward++) {
         uint32_t n = 0;
         if (!(forward && d->cfg.heuristic == DTR_HEURISTIC_MSPS)) {   /* msps: backward only */
             if (d->stale_all) {
                 for (uint32_t s = d->pool_head; s != DTR_NONE; s = d->storages[s].pool_next)
-                    if (batch_add(d, &n, s, forward))
+                    if (refresh_add(d, &n, s, forward))
                         return -1;
             } else {
                 for (uint32_t i = 0; i < d->n_stale[forward]; i++)
-                    if (batch_add(d, &n, d->stale[forward][i], forward))
+                    if (refresh_add(d, &n, d->stale[forward][i], forward))
                         return -1;
             }
-            if (n && region_batch(d, d->batch, n, forward))
-                return -1;
+            if (n)
+                qsort(d->keys, n / 2, 2 * sizeof *d->keys, by_pair);
+            uint64_t src[64];
+            double cost[64];
+            uint32_t group_begin[64], n_src = 0, i = 0;
+            while (i < n) {
+                /* one chunk: up to 64 distinct sources */
+                uint32_t begin = i;
+                n_src = 0;
+                for (; i < n; i += 2) {
+                    if (!n_src || d->keys[i] != src[n_src - 1]) {
+                        if (n_src == 64)
+                            break;
+                        group_begin[n_src] = i;
+                        src[n_src++] = d->keys[i];
+                    }
+                }
+                if (region_batch(d, src, n_src, forward, cost))
+                    return -1;
+                for (uint32_t g = 0, j = begin; j < i; j += 2) {
+                    while (g + 1 < n_src && j >= group_begin[g + 1])
+                        g++;
+                    region_set(d, (uint32_t)d->keys[j + 1], forward, cost[g]);
+                }
+            }
         }
         d->n_stale[forward] = 0;
     }
