@@ -49,11 +49,12 @@ import onnx  # noqa: E402
 import make_dynamic  # noqa: E402
 
 # (make_dynamic parameters, symbolic dimension ranges). Small: the MILP's
-# size grows with the square of the graph's node count.
+# size grows with the square of the graph's node count; activations above
+# the weights, or no static schedule fits below the parameters' floor.
 MODELS = {
     "lstm_var_len": (dict(batch=8, layers=1, embed=16, hidden=32, vocab=64), {"seq": (6, 16)}),
-    "treelstm": (dict(leaves=8, embed=16, hidden=32, vocab=50, classes=5), {}),
-    "early_exit": (dict(batch=32, inp=32, hidden=64, classes=10, late=3), {}),
+    "treelstm": (dict(leaves=12, embed=8, hidden=8, vocab=20, classes=5), {}),
+    "early_exit": (dict(batch=256, inp=16, hidden=32, classes=10, late=4), {}),
 }
 
 
