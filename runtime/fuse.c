@@ -21,7 +21,7 @@
  * arena tensor per call, on its first execution.
  *
  * Layouts: a fused call's output is kept channel-blocked when only fused
- * convolutions (group 1) read it, as their input or residual, and its
+ * convolutions (group 1 or depthwise) read it, as input or residual, and its
  * channels are a multiple of FUSE_BLOCK; reader and writer are told through
  * the x_blocked / y_blocked / r_blocked attributes. The bytes are those of
  * the NCHW tensor, so memory, DTR and tracing see no difference.
@@ -43,6 +43,7 @@ struct fuse_chain {
     int res;                       /* value id of the residual, -1 */
     int out;                       /* value id of the result */
     int group;
+    int depthwise;                 /* one input and one output channel per group */
     int64_t m;                     /* output channels */
     const char *act_name;          /* "" or the activation's op */
     float alpha, beta;
@@ -122,6 +123,7 @@ static int chain_find(const struct dtrx_session *s, int k, const uint8_t *claime
     *ch = (struct fuse_chain){ .conv = k, .bn = -1, .add = -1, .act = -1, .last = k, .res = -1,
                                .out = c->out[0], .m = w->dims[0], .act_name = "" };
     ch->group = (int)onnx_node_attr_int(c->node, "group", 1);
+    ch->depthwise = ch->group > 1 && w->dims[1] == 1 && ch->m == ch->group;
 
     int j = sole_consumer(s, ch->out, k, claimed);
     const struct rt_call *n = j >= 0 ? &s->calls[j] : NULL;
@@ -185,7 +187,7 @@ static void choose_layouts(const struct dtrx_session *s, struct fuse_chain *chai
             const struct rt_call *c = &s->calls[chains[b].conv];
             if (c->in[0] == v) {
                 uses++;
-                ok = chains[b].group == 1;
+                ok = chains[b].group == 1 || chains[b].depthwise;
             }
             if (chains[b].res == v)
                 uses++;
