@@ -84,22 +84,25 @@ static int const_bool(struct dtrx_session *s, int value, const char *tag)
 static enum dtrx_status emit_run(struct dtrx_session *s, const char *op, const struct onnx_attr *attrs,
                                  int n_attrs, int n_in, const int *in, int n_out, int *out, const char *tag)
 {
-    int made[64] = { 0 };
-    if (n_out > 64)
-        return rt_fail(DTRX_ERR_INTERNAL, "%s: %s with %d outputs", tag, op, n_out);
+    uint8_t made_inline[64], *made = n_out > 64 ? malloc((size_t)n_out) : made_inline;
+    if (!made)
+        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
     for (int i = 0; i < n_out; i++)
         made[i] = out[i] < 0;
     struct rt_call *call = NULL;
     enum dtrx_status st = rt_emit_build(s, op, attrs, n_attrs, n_in, in, n_out, out, tag, &call);
-    if (st)
-        return st;
-    for (int i = 0; i < n_in; i++)
-        if (in[i] >= 0)
-            rt_value_hold(s, in[i]);
-    for (int i = 0; i < n_out; i++)
-        if (made[i])
-            rt_value_hold(s, out[i]);
-    return rt_run_call(s, call);
+    if (!st) {
+        for (int i = 0; i < n_in; i++)
+            if (in[i] >= 0)
+                rt_value_hold(s, in[i]);
+        for (int i = 0; i < n_out; i++)
+            if (made[i])
+                rt_value_hold(s, out[i]);
+        st = rt_run_call(s, call);
+    }
+    if (made != made_inline)
+        free(made);
+    return st;
 }
 
 /* dst becomes a sequence or optional holding `elems`. */
@@ -264,13 +267,11 @@ static enum dtrx_status instance_build(struct dtrx_session *s, const struct rt_c
         rt_names_put(&in->scope.names, g->inputs[i].name, inputs[i]);
     }
     for (int i = 0; i < g->n_initializers; i++) {
-        const struct onnx_tensor *init = &g->initializers[i];
-        struct tensor t = { .dtype = init->dtype, .rank = init->rank, .data = init->data };
-        memcpy(t.dims, init->dims, sizeof t.dims);
-        int id = rt_constant(s, &t, init->name);
+        int id = rt_subgraph_initializer(s, &g->initializers[i]);
         if (id < 0)
-            return rt_fail(DTRX_ERR_BUDGET, "node '%s': no memory for subgraph initializer '%s'", c->name, init->name);
-        rt_names_put(&in->scope.names, init->name, id);
+            return rt_fail(DTRX_ERR_INTERNAL, "node '%s': subgraph initializer '%s' was not loaded", c->name,
+                           g->initializers[i].name);
+        rt_names_put(&in->scope.names, g->initializers[i].name, id);
     }
     for (int k = 0; k < g->n_nodes; k++) {
         struct rt_call *call = calloc(1, sizeof *call);
@@ -522,23 +523,48 @@ static enum dtrx_status exec_scan(struct dtrx_session *s, struct rt_call *c)
         rt_value_hold(s, state[i]);
     }
     struct scan_lists scans = { .n = n_scan_out };
+    /* Each scan input is cut once into its steps (one Split, whose gradient
+     * is one Concat); step t reads piece t (or steps-1-t) through a Squeeze. */
     enum dtrx_status st = DTRX_OK;
+    int *pieces = calloc((size_t)n_scan * (size_t)(steps > 0 ? steps : 1) + 1, sizeof(int));
+    int axes_ids[SCAN_MAX_IO];
+    for (int j = 0; j < n_scan; j++)
+        axes_ids[j] = -1;
+    if (!pieces)
+        st = rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+    for (int j = 0; !st && steps > 0 && j < n_scan; j++) {
+        int64_t *ones = malloc(sizeof(int64_t) * (size_t)steps);
+        int sizes = -1;
+        if (!ones)
+            st = rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        for (int64_t t = 0; !st && t < steps; t++)
+            ones[t] = 1;
+        if (!st && ((sizes = const_i64(s, 1, (int)steps, ones, c->name)) < 0 ||
+                    (axes_ids[j] = const_i64(s, 1, 1, &in_axes[j], c->name)) < 0))
+            st = DTRX_ERR_BUDGET;
+        free(ones);
+        int *mine = pieces + (size_t)j * (size_t)steps;
+        for (int64_t t = 0; t < steps; t++)
+            mine[t] = -1;
+        struct onnx_attr axis = { .name = "axis", .type = ONNX_ATTR_INT, .i = in_axes[j] };
+        int in2[2] = { c->in[n_state + j], sizes };
+        if (!st)
+            st = emit_run(s, "Split", &axis, 1, 2, in2, (int)steps, mine, c->name);
+        if (sizes >= 0)
+            rt_value_unhold(s, sizes);
+    }
     for (int64_t t = 0; !st && t < steps; t++) {
         char label[512];
         snprintf(label, sizeof label, "%s/%lld", c->name, (long long)t);
         int made = 0;
         for (; !st && made < n_scan; made++) {
             int64_t index = in_dirs[made] ? steps - 1 - t : t;
-            int idx = const_i64(s, 0, 1, &index, label);
-            if (idx < 0) {
-                st = DTRX_ERR_BUDGET;
-                break;
-            }
-            struct onnx_attr axis = { .name = "axis", .type = ONNX_ATTR_INT, .i = in_axes[made] };
-            int in2[2] = { c->in[n_state + made], idx }, out[1] = { -1 };
-            st = emit_run(s, "Gather", &axis, 1, 2, in2, 1, out, label);
+            int *piece = &pieces[(size_t)made * (size_t)steps + (size_t)index];
+            int in2[2] = { *piece, axes_ids[made] }, out[1] = { -1 };
+            st = emit_run(s, "Squeeze", NULL, 0, 2, in2, 1, out, label);
             inputs[n_state + made] = out[0];
-            rt_value_unhold(s, idx);
+            rt_value_unhold(s, *piece);
+            *piece = -1;
             if (st)
                 break;
         }
@@ -557,6 +583,13 @@ static enum dtrx_status exec_scan(struct dtrx_session *s, struct rt_call *c)
         st = lists_add(&scans, in.out + n_state);
         instance_free(&in);
     }
+    for (size_t i = 0; pieces && steps > 0 && i < (size_t)n_scan * (size_t)steps; i++)
+        if (pieces[i] >= 0)
+            rt_value_unhold(s, pieces[i]);
+    free(pieces);
+    for (int j = 0; j < n_scan; j++)
+        if (axes_ids[j] >= 0)
+            rt_value_unhold(s, axes_ids[j]);
     st = finish_carried(s, c, state, n_state, st);
     for (int k = 0; k < n_scan_out; k++) {
         int out = c->out[n_state + k];
@@ -731,8 +764,6 @@ static enum dtrx_status exec_split_to_sequence(struct dtrx_session *s, struct rt
     int sizes_id = -1, axes_id = -1;
     if (!st && !parts)
         st = rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
-    if (!st && count > 64)
-        st = rt_fail(DTRX_ERR_INPUT, "node '%s' (SplitToSequence): more than 64 pieces are not supported", c->name);
     if (!st && count) {
         for (int i = 0; i < count; i++)
             parts[i] = -1;

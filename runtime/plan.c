@@ -87,6 +87,39 @@ static enum dtrx_status load_initializer(struct dtrx_session *s, struct rt_value
     return rt_to_device(s, v->t.data, init->data, tensor_size_bytes(&v->t));
 }
 
+/* The initializers of every subgraph under node n become persistent values
+ * once, like the main graph's: constants of every iteration, never
+ * allocated again per instance (nor trained: no plan call counts them). */
+static enum dtrx_status load_subgraph_initializers(struct dtrx_session *s, const struct onnx_node *n)
+{
+    for (int a = 0; a < n->n_attrs; a++) {
+        const struct onnx_attr *at = &n->attrs[a];
+        int ng = at->type == ONNX_ATTR_GRAPH ? 1 : at->type == ONNX_ATTR_GRAPHS ? at->n : 0;
+        for (int k = 0; k < ng; k++) {
+            const struct onnx_graph *g = at->type == ONNX_ATTR_GRAPH ? at->g : at->graphs[k];
+            for (int i = 0; g && i < g->n_initializers; i++) {
+                const struct onnx_tensor *init = &g->initializers[i];
+                void *grown = realloc(s->sub_inits, sizeof *s->sub_inits * (size_t)(s->n_sub_inits + 1));
+                int id = grown ? rt_value_new(s, init->name, RT_VALUE_INITIALIZER) : -1;
+                if (grown)
+                    s->sub_inits = grown;
+                if (id < 0)
+                    return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+                s->sub_inits[s->n_sub_inits++] = (struct rt_sub_init){ init, id };
+                enum dtrx_status st = load_initializer(s, s->values[id], init);
+                if (st)
+                    return st;
+            }
+            for (int i = 0; g && i < g->n_nodes; i++) {
+                enum dtrx_status st = load_subgraph_initializers(s, &g->nodes[i]);
+                if (st)
+                    return st;
+            }
+        }
+    }
+    return DTRX_OK;
+}
+
 enum dtrx_status rt_call_build(struct dtrx_session *s, struct rt_scope *scope, const struct onnx_node *n,
                                struct rt_call *c, int dynamic)
 {
@@ -215,5 +248,15 @@ enum dtrx_status rt_plan_build(struct dtrx_session *s)
         value_desc_from_info(&s->output_desc[i], vi);
         s->n_outputs = i + 1;
     }
+    for (int i = 0; i < g->n_nodes && !st; i++)
+        st = load_subgraph_initializers(s, &g->nodes[i]);
     return st;
+}
+
+int rt_subgraph_initializer(const struct dtrx_session *s, const struct onnx_tensor *init)
+{
+    for (int i = 0; i < s->n_sub_inits; i++)
+        if (s->sub_inits[i].init == init)
+            return s->sub_inits[i].id;
+    return -1;
 }

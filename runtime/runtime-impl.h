@@ -89,6 +89,13 @@ struct rt_scope {
 
 int rt_scope_lookup(const struct rt_scope *scope, const char *name);
 
+struct rt_sub_init {
+    const struct onnx_tensor *init;
+    int id;
+};
+/* The value of a subgraph's initializer, -1 if unknown. */
+int rt_subgraph_initializer(const struct dtrx_session *s, const struct onnx_tensor *init);
+
 /* Training state: the parameters, their optimizer state, and the calls and
  * values emitted during the current step (freed when the step ends). */
 struct rt_train {
@@ -182,6 +189,8 @@ struct dtrx_session {
     struct rt_recorder *recorder;
     struct rt_step_names step_names;
     struct rt_scope main_scope;    /* the main graph's names, kept for subgraphs' outer references */
+    int n_sub_inits;               /* subgraph initializers: persistent values made at load */
+    struct rt_sub_init *sub_inits;
     /* Training: every call of the step's forward pass and loss in the order
      * it ran, including the calls of subgraph iterations: what the backward
      * pass walks. */

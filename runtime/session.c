@@ -155,6 +155,7 @@ void dtrx_session_destroy(struct dtrx_session *s)
     free(s->stats.step_seconds);
     free(s->stats.losses);
     rt_names_free(&s->main_scope.names);
+    free(s->sub_inits);
     free(s->tape);
     onnx_model_free(s->model);
     arena_release(&s->arena);

@@ -406,10 +406,14 @@ static enum dtrx_status backward_call(struct dtrx_session *s, struct rt_call *c)
         }
         /* The emitter reads the forward tensors through a call like the one
          * that ran; shapes are kept even where the data was released. */
-        const struct tensor *in_t[64];
-        struct tensor *out_t[64];
-        if (c->n_in > 64 || c->n_out > 64) {
-            st = rt_fail(DTRX_ERR_INPUT, "node '%s': too many inputs or outputs to differentiate", c->name);
+        const struct tensor *in_inline[16], **in_t = c->n_in > 16 ? malloc(sizeof *in_t * (size_t)c->n_in) : in_inline;
+        struct tensor *out_inline[16], **out_t = c->n_out > 16 ? malloc(sizeof *out_t * (size_t)c->n_out) : out_inline;
+        if (!in_t || !out_t) {
+            if (in_t != in_inline)
+                free(in_t);
+            if (out_t != out_inline)
+                free(out_t);
+            st = rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
             goto done;
         }
         for (int i = 0; i < c->n_in; i++)
@@ -428,7 +432,12 @@ static enum dtrx_status backward_call(struct dtrx_session *s, struct rt_call *c)
         b.g.err_size = sizeof b.err;
         int first_new = s->n_values;
         s->env.seed = c->seed;   /* emitters of random ops read the forward call's seed */
-        if (c->def->grad(&b.g)) {
+        int failed = c->def->grad(&b.g);
+        if (in_t != in_inline)
+            free(in_t);
+        if (out_t != out_inline)
+            free(out_t);
+        if (failed) {
             st = b.status ? b.status : rt_fail(DTRX_ERR_INPUT, "%s", b.err[0] ? b.err : "gradient failed");
             goto done;
         }

@@ -61,9 +61,11 @@ TRAIN_ARGS = {"lstm_var_len": ["--dim", "seq=12"], "treelstm": ["--fresh-inputs"
 DYNAMIC_ARGS = {"lstm_var_len": ["--dim", "seq=8:24"], "treelstm": ["--fresh-inputs"],
                 "early_exit": ["--fresh-inputs"]}
 STEPS = 3
-# 0.6 and a lower budget where each model recomputes (the sequence-frontier
-# TreeLSTM keeps little beyond its per-subtree states).
-BUDGET_RATIOS = {"lstm_var_len": (0.6, 0.5), "treelstm": (0.6, 0.3), "early_exit": (0.6, 0.5)}
+# Two budgets where each model recomputes (the sequence-frontier TreeLSTM
+# keeps little beyond its per-subtree states; the LSTM's Scan cuts its input
+# with one Split, whose gradient Concat needs every step's gradient at once,
+# so its peak is low and its budgets close to it).
+BUDGET_RATIOS = {"lstm_var_len": (0.9, 0.8), "treelstm": (0.6, 0.3), "early_exit": (0.6, 0.5)}
 
 
 def fail(msg):
