@@ -23,6 +23,8 @@ Writes dynamic_sweep.csv, dynamic_sweep.svg and dynamic_summary.md into --out
 (bench/results). Run it like bench/budget_sweep.py:
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE \\
         python3 bench/dynamic_sweep.py --dtrexec build/dtrexec
+--seq LO:HI replaces lstm_var_len's length range (Scan over more than 64
+steps trains since Scan cuts its inputs with one Split).
 --quick: the tiny configurations, a smoke test of the script in seconds.
 """
 import argparse
@@ -198,12 +200,15 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--timeout", type=int, default=120, help="seconds per run (a run over it counts as failed)")
     ap.add_argument("--max-slowdown", type=float, default=4.0)
+    ap.add_argument("--seq", metavar="LO:HI", help="lstm_var_len's length range (default that of MODELS)")
     ap.add_argument("--quick", action="store_true", help="tiny models (results go to a temporary folder "
                                                         "unless --out is given)")
     args = ap.parse_args()
     configs = QUICK_MODELS if args.quick else MODELS
     if args.models:
         configs = {k: configs[k] for k in args.models.split(",")}
+    if args.seq and "lstm_var_len" in configs:
+        configs = dict(configs, lstm_var_len=(configs["lstm_var_len"][0], ["--dim", "seq=" + args.seq]))
     heuristics = args.heuristics.split(",")
     if args.quick and "--out" not in sys.argv:
         args.out = tempfile.mkdtemp(prefix="dynamic_sweep_")
