@@ -19,6 +19,7 @@
 
 #include "ops/elementwise-impl.h"
 #include "ops/ops.h"
+#include "testcuda.h"
 #include "testops.h"
 
 #ifdef DTRX_HAVE_CUDA
@@ -29,22 +30,6 @@ static uint32_t rng = 777u;
 
 /* ---- attributes -------------------------------------------------------------- */
 
-static struct onnx_attr a_int(const char *name, int64_t v)
-{
-    return (struct onnx_attr){ .name = (char *)name, .type = ONNX_ATTR_INT, .i = v };
-}
-
-static struct onnx_attr a_float(const char *name, float v)
-{
-    return (struct onnx_attr){ .name = (char *)name, .type = ONNX_ATTR_FLOAT, .f = v };
-}
-
-static struct onnx_attr a_str(const char *name, const char *v)
-{
-    return (struct onnx_attr){ .name = (char *)name, .type = ONNX_ATTR_STRING, .s = (char *)v,
-                               .s_len = strlen(v) };
-}
-
 static struct onnx_attr a_ints(const char *name, int n, int64_t *v)
 {
     return (struct onnx_attr){ .name = (char *)name, .type = ONNX_ATTR_INTS, .ints = v, .n = n };
@@ -52,23 +37,6 @@ static struct onnx_attr a_ints(const char *name, int n, int64_t *v)
 
 /* ---- device memory ------------------------------------------------------------- */
 
-static int scratch_live;
-
-static void *dev_scratch_alloc(void *ctx, size_t bytes)
-{
-    (void)ctx;
-    void *p = dev->alloc(dev->ctx, bytes ? bytes : 1);
-    ck_assert_msg(p != NULL, "device allocation of %zu bytes failed", bytes);
-    scratch_live++;
-    return p;
-}
-
-static void dev_scratch_free(void *ctx, void *ptr)
-{
-    (void)ctx;
-    scratch_live--;
-    dev->free(dev->ctx, ptr);
-}
 
 static struct tensor *clone(const struct tensor *t)
 {
@@ -230,16 +198,8 @@ struct result {
 static const struct op_def *find_def(const struct run *r, int *version, void **params, char *err,
                                      size_t err_size)
 {
-    const struct op_def *def = op_registry_find(r->domain, r->op, r->opset, version);
-    ck_assert_msg(def != NULL, "%s not registered at opset %d", r->op, r->opset);
-    struct onnx_node node = { .name = (char *)(r->node_name ? r->node_name : "n0"),
-                              .op_type = (char *)r->op, .domain = (char *)r->domain,
-                              .n_inputs = r->n_in, .n_outputs = r->n_out, .n_attrs = r->n_attrs,
-                              .attrs = r->attrs };
-    *params = NULL;
-    int rc = def->parse ? def->parse(&node, *version, params, err, err_size) : 0;
-    ck_assert_msg(rc == 0, "%s: parse failed: %s", r->label ? r->label : r->op, err);
-    return def;
+    return testcuda_find_def(r->domain, r->op, r->opset, r->node_name, r->n_in, r->n_out, r->attrs, r->n_attrs,
+                             r->label, version, params, err, err_size);
 }
 
 static void free_params(const struct op_def *def, void *params)
@@ -293,13 +253,13 @@ static void run_gpu(const struct run *r, struct result *res)
         in[i] = !r->in[i] ? NULL : (def->host_inputs >> i) & 1 ? clone(r->in[i]) : upload(r->in[i]);
     for (int k = 0; k < r->n_out; k++)
         out[k] = testops_alloc(sizeof *out[k]);
-    struct op_env env = { .scratch_alloc = dev_scratch_alloc, .scratch_free = dev_scratch_free,
+    struct op_env env = { .scratch_alloc = testcuda_scratch_alloc, .scratch_free = testcuda_scratch_free,
                           .backend = dev, .threads = 2, .seed = r->seed,
                           .training = r->training, .err = res->err, .err_size = sizeof res->err };
     struct op_call c = { .def = def, .version = version, .params = params,
                          .node_name = r->node_name ? r->node_name : "n0", .n_in = r->n_in,
                          .in = in, .n_out = r->n_out, .out = out, .env = &env };
-    int live = scratch_live;
+    int live = testcuda_scratch_live;
     res->rc = def->infer(&c);
     if (!res->rc) {
         for (int k = 0; k < r->n_out; k++) {
@@ -314,8 +274,8 @@ static void run_gpu(const struct run *r, struct result *res)
             dev->free(dev->ctx, out[k]->data);
         }
     }
-    ck_assert_msg(scratch_live == live, "%s: %d scratch blocks not given back",
-                  r->label ? r->label : r->op, scratch_live - live);
+    ck_assert_msg(testcuda_scratch_live == live, "%s: %d scratch blocks not given back",
+                  r->label ? r->label : r->op, testcuda_scratch_live - live);
     for (int i = 0; i < r->n_in; i++) {
         res->mutated[i] = NULL;
         if (!in[i] || (def->host_inputs >> i) & 1)
@@ -1119,6 +1079,7 @@ int main(void)
 {
     char why[512] = "";
     dev = cuda_backend_open(why, sizeof why);
+    testcuda_dev = dev;
     if (!dev) {
         printf("test_cuda_elem: SKIPPED, no usable CUDA device: %s\n", why);
         return 0;

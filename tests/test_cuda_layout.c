@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "ops/ops.h"
+#include "testcuda.h"
 #include "testops.h"
 
 #ifdef DTRX_HAVE_CUDA
@@ -31,22 +32,6 @@ static const struct backend *dev;
 static uint32_t rng = 20250117u;
 
 /* ---- attributes ---------------------------------------------------------------- */
-
-static struct onnx_attr a_int(const char *name, int64_t v)
-{
-    return (struct onnx_attr){ .name = (char *)name, .type = ONNX_ATTR_INT, .i = v };
-}
-
-static struct onnx_attr a_float(const char *name, float v)
-{
-    return (struct onnx_attr){ .name = (char *)name, .type = ONNX_ATTR_FLOAT, .f = v };
-}
-
-static struct onnx_attr a_str(const char *name, const char *v)
-{
-    return (struct onnx_attr){ .name = (char *)name, .type = ONNX_ATTR_STRING, .s = (char *)v,
-                               .s_len = strlen(v) };
-}
 
 static struct onnx_attr a_ints(const char *name, int n, const int64_t *v)
 {
@@ -141,68 +126,6 @@ static struct tensor *indices(int dtype, int64_t d, int rank, const int64_t *dim
 
 /* ---- device memory ---------------------------------------------------------------- */
 
-static int scratch_live;
-
-static void *dev_scratch_alloc(void *ctx, size_t bytes)
-{
-    (void)ctx;
-    void *p = dev->alloc(dev->ctx, bytes ? bytes : 1);
-    ck_assert_msg(p != NULL, "device allocation of %zu bytes failed", bytes);
-    scratch_live++;
-    return p;
-}
-
-static void dev_scratch_free(void *ctx, void *ptr)
-{
-    (void)ctx;
-    scratch_live--;
-    /* the kernels free scratch with work still queued: let it finish first,
-     * as the runtime's arena would by queueing later work behind it */
-    ck_assert(!dev->synchronize(dev->ctx));
-    dev->free(dev->ctx, ptr);
-}
-
-#define MAX_DEV 128
-static void *dev_blocks[MAX_DEV];
-static int n_dev_blocks;
-
-static void *dev_alloc(size_t bytes)
-{
-    void *p = dev->alloc(dev->ctx, bytes ? bytes : 1);
-    ck_assert_msg(p != NULL, "device allocation of %zu bytes failed", bytes);
-    ck_assert_int_lt(n_dev_blocks, MAX_DEV);
-    dev_blocks[n_dev_blocks++] = p;
-    return p;
-}
-
-static void dev_free_all(void)
-{
-    ck_assert(!dev->synchronize(dev->ctx));
-    for (int i = 0; i < n_dev_blocks; i++)
-        dev->free(dev->ctx, dev_blocks[i]);
-    n_dev_blocks = 0;
-}
-
-static struct tensor *to_dev(const struct tensor *t)
-{
-    if (!t)
-        return NULL;
-    struct tensor *d = testops_alloc(sizeof *d);
-    *d = *t;
-    d->data = dev_alloc(tensor_size_bytes(t));
-    if (tensor_size_bytes(t))
-        ck_assert(!dev->copy_to_device(dev->ctx, d->data, t->data, tensor_size_bytes(t)));
-    return d;
-}
-
-static void *to_host(const struct tensor *d)
-{
-    void *h = testops_alloc(tensor_size_bytes(d));
-    ck_assert(!dev->synchronize(dev->ctx));
-    if (tensor_size_bytes(d))
-        ck_assert(!dev->copy_to_host(dev->ctx, h, d->data, tensor_size_bytes(d)));
-    return h;
-}
 
 /* ---- one call on both backends ---------------------------------------------------- */
 
@@ -227,8 +150,8 @@ static char err_buf[1024];
 static struct op_env env_of(int device)
 {
     return (struct op_env){
-        .scratch_alloc = device ? dev_scratch_alloc : testops_scratch_alloc,
-        .scratch_free = device ? dev_scratch_free : testops_scratch_free,
+        .scratch_alloc = device ? testcuda_scratch_alloc : testops_scratch_alloc,
+        .scratch_free = device ? testcuda_scratch_free : testops_scratch_free,
         .backend = device ? dev : &backend_cpu, .threads = 1, .training = 1,
         .err = err_buf, .err_size = sizeof err_buf,
     };
@@ -236,15 +159,8 @@ static struct op_env env_of(int device)
 
 static const struct op_def *find_def(const struct run *r, int *version, void **params)
 {
-    const struct op_def *def = op_registry_find(r->domain, r->op, r->opset, version);
-    ck_assert_msg(def != NULL, "%s not registered at opset %d", r->op, r->opset);
-    struct onnx_node node = { .name = "n0", .op_type = (char *)r->op, .domain = (char *)r->domain,
-                              .n_inputs = r->n_in, .n_outputs = r->n_out, .n_attrs = r->n_attrs,
-                              .attrs = (struct onnx_attr *)r->attrs };
-    *params = NULL;
-    ck_assert_msg(!def->parse || !def->parse(&node, *version, params, err_buf, sizeof err_buf),
-                  "%s (%s): parse: %s", r->op, r->what, err_buf);
-    return def;
+    return testcuda_find_def(r->domain, r->op, r->opset, NULL, r->n_in, r->n_out, r->attrs, r->n_attrs, r->what,
+                             version, params, err_buf, sizeof err_buf);
 }
 
 static void compare(const struct run *r, int k, const struct tensor *want, const void *got)
@@ -291,7 +207,7 @@ static int cpu_call(struct run *r, const struct op_def *def, int version, void *
 static void dev_inputs(const struct run *r, const struct op_def *def, struct tensor **din)
 {
     for (int i = 0; i < r->n_in; i++)
-        din[i] = def->host_inputs >> i & 1 ? (struct tensor *)r->in[i] : to_dev(r->in[i]);
+        din[i] = def->host_inputs >> i & 1 ? (struct tensor *)r->in[i] : testcuda_to_dev(r->in[i]);
 }
 
 static void run_both(struct run *r)
@@ -320,34 +236,34 @@ static void run_both(struct run *r)
             gout[pass][i] = testops_alloc(sizeof(struct tensor));
             *gout[pass][i] = *cout[i];
             size_t bytes = tensor_size_bytes(cout[i]);
-            gout[pass][i]->data = dev_alloc(bytes);
+            gout[pass][i]->data = testcuda_alloc(bytes);
             void *poison = testops_alloc(bytes);
             memset(poison, 0x7f, bytes);       /* an unwritten output shows */
             if (bytes)
                 ck_assert(!dev->copy_to_device(dev->ctx, gout[pass][i]->data, poison, bytes));
         }
         genv.recomputing = pass == 1;
-        scratch_live = 0;
+        testcuda_scratch_live = 0;
         struct op_call gc = cc;
         gc.env = &genv;
         gc.in = (const struct tensor *const *)din;
         gc.out = gout[pass];
         ck_assert_msg(!gpu(&gc), "%s (%s): CUDA kernel (pass %d): %s", r->op, r->what, pass, err_buf);
         ck_assert(!dev->synchronize(dev->ctx));
-        ck_assert_msg(scratch_live == 0, "%s (%s): %d device scratch blocks not given back", r->op, r->what,
-                      scratch_live);
+        ck_assert_msg(testcuda_scratch_live == 0, "%s (%s): %d device scratch blocks not given back", r->op, r->what,
+                      testcuda_scratch_live);
     }
     for (int i = 0; i < r->n_out; i++) {
         if (!cout[i])
             continue;
-        void *first = to_host(gout[0][i]), *again = to_host(gout[1][i]);
+        void *first = testcuda_to_host(gout[0][i]), *again = testcuda_to_host(gout[1][i]);
         compare(r, i, cout[i], first);
         ck_assert_msg(!memcmp(first, again, tensor_size_bytes(cout[i])),
                       "%s (%s) output %d: the recomputation differs in its bits", r->op, r->what, i);
     }
     if (params)
         (def->params_free ? def->params_free : free)(params);
-    dev_free_all();
+    testcuda_free_all();
 }
 
 /* Both kernels must refuse the call with the same message. */
@@ -372,20 +288,20 @@ static void fail_both(struct run *r)
         if (cout[i]) {
             gout[i] = testops_alloc(sizeof(struct tensor));
             *gout[i] = *cout[i];
-            gout[i]->data = dev_alloc(tensor_size_bytes(cout[i]));
+            gout[i]->data = testcuda_alloc(tensor_size_bytes(cout[i]));
         }
     struct op_call gc = cc;
     gc.env = &genv;
     gc.in = (const struct tensor *const *)din;
     gc.out = gout;
-    scratch_live = 0;
+    testcuda_scratch_live = 0;
     err_buf[0] = 0;
     ck_assert_msg(gpu(&gc) != 0, "%s (%s): the CUDA kernel accepted it", r->op, r->what);
     ck_assert_msg(!strcmp(want, err_buf), "%s (%s): CPU says '%s', CUDA says '%s'", r->op, r->what, want, err_buf);
-    ck_assert_int_eq(scratch_live, 0);
+    ck_assert_int_eq(testcuda_scratch_live, 0);
     if (params)
         (def->params_free ? def->params_free : free)(params);
-    dev_free_all();
+    testcuda_free_all();
 }
 
 #define RUN(...) run_both(&(struct run){ __VA_ARGS__ })
@@ -780,6 +696,8 @@ int main(void)
 {
     char why[256] = "";
     dev = cuda_backend_open(why, sizeof why);
+    testcuda_dev = dev;
+    testcuda_sync_frees = 1;   /* the kernels free scratch with work still queued */
     if (!dev) {
         printf("test_cuda_layout: skipped, no CUDA device: %s\n", why);
         return 0;

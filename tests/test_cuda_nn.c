@@ -18,6 +18,7 @@
 
 #include "ops/nn-impl.h"
 #include "ops/ops.h"
+#include "testcuda.h"
 #include "testops.h"
 
 #ifdef DTRX_HAVE_CUDA
@@ -27,22 +28,6 @@ static const struct backend *dev;
 static uint32_t rng = 20240611u;
 
 /* ---- attributes ------------------------------------------------------------ */
-
-static struct onnx_attr a_int(const char *name, int64_t v)
-{
-    return (struct onnx_attr){ .name = (char *)name, .type = ONNX_ATTR_INT, .i = v };
-}
-
-static struct onnx_attr a_float(const char *name, float v)
-{
-    return (struct onnx_attr){ .name = (char *)name, .type = ONNX_ATTR_FLOAT, .f = v };
-}
-
-static struct onnx_attr a_str(const char *name, const char *v)
-{
-    return (struct onnx_attr){ .name = (char *)name, .type = ONNX_ATTR_STRING, .s = (char *)v,
-                               .s_len = strlen(v) };
-}
 
 /* The values are copied into a pool that lives as long as the process
  * (the case tables below keep their attributes across tests). */
@@ -62,66 +47,6 @@ static struct onnx_attr a_ints(const char *name, int n, const int64_t *v)
 
 /* ---- device memory ------------------------------------------------------------ */
 
-static int scratch_live;
-static int scratch_refuse;             /* scratch_alloc returns NULL */
-
-static void *dev_scratch_alloc(void *ctx, size_t bytes)
-{
-    (void)ctx;
-    if (scratch_refuse)
-        return NULL;
-    void *p = dev->alloc(dev->ctx, bytes ? bytes : 1);
-    ck_assert_msg(p != NULL, "device allocation of %zu bytes failed", bytes);
-    scratch_live++;
-    return p;
-}
-
-static void dev_scratch_free(void *ctx, void *ptr)
-{
-    (void)ctx;
-    scratch_live--;
-    dev->free(dev->ctx, ptr);
-}
-
-#define MAX_DEV 64
-static void *dev_blocks[MAX_DEV];
-static int n_dev_blocks;
-
-static void *dev_alloc(size_t bytes)
-{
-    void *p = dev->alloc(dev->ctx, bytes ? bytes : 1);
-    ck_assert_msg(p != NULL, "device allocation of %zu bytes failed", bytes);
-    ck_assert_int_lt(n_dev_blocks, MAX_DEV);
-    dev_blocks[n_dev_blocks++] = p;
-    return p;
-}
-
-static void dev_free_all(void)
-{
-    for (int i = 0; i < n_dev_blocks; i++)
-        dev->free(dev->ctx, dev_blocks[i]);
-    n_dev_blocks = 0;
-}
-
-/* A device copy of host tensor t (NULL stays NULL). */
-static struct tensor *to_dev(const struct tensor *t)
-{
-    if (!t)
-        return NULL;
-    struct tensor *d = testops_alloc(sizeof *d);
-    *d = *t;
-    d->data = dev_alloc(tensor_size_bytes(t));
-    ck_assert(!dev->copy_to_device(dev->ctx, d->data, t->data, tensor_size_bytes(t)));
-    return d;
-}
-
-static void *to_host(const struct tensor *d)
-{
-    void *h = testops_alloc(tensor_size_bytes(d));
-    ck_assert(!dev->synchronize(dev->ctx));
-    ck_assert(!dev->copy_to_host(dev->ctx, h, d->data, tensor_size_bytes(d)));
-    return h;
-}
 
 /* ---- one operator call on both backends ------------------------------------------ */
 
@@ -149,8 +74,8 @@ static char err_buf[1024];
 static struct op_env env_of(int training, int device)
 {
     return (struct op_env){
-        .scratch_alloc = device ? dev_scratch_alloc : testops_scratch_alloc,
-        .scratch_free = device ? dev_scratch_free : testops_scratch_free,
+        .scratch_alloc = device ? testcuda_scratch_alloc : testops_scratch_alloc,
+        .scratch_free = device ? testcuda_scratch_free : testops_scratch_free,
         .backend = device ? dev : &backend_cpu, .threads = 1, .training = training,
         .err = err_buf, .err_size = sizeof err_buf,
     };
@@ -158,15 +83,8 @@ static struct op_env env_of(int training, int device)
 
 static const struct op_def *find_def(const struct run *r, int *version, void **params)
 {
-    const struct op_def *def = op_registry_find(r->domain, r->op, r->opset, version);
-    ck_assert_msg(def != NULL, "%s not registered at opset %d", r->op, r->opset);
-    struct onnx_node node = { .name = "n0", .op_type = (char *)r->op, .domain = (char *)r->domain,
-                              .n_inputs = r->n_in, .n_outputs = r->n_out, .n_attrs = r->n_attrs,
-                              .attrs = (struct onnx_attr *)r->attrs };
-    *params = NULL;
-    ck_assert_msg(!def->parse || !def->parse(&node, *version, params, err_buf, sizeof err_buf),
-                  "%s: parse: %s", r->op, err_buf);
-    return def;
+    return testcuda_find_def(r->domain, r->op, r->opset, NULL, r->n_in, r->n_out, r->attrs, r->n_attrs, NULL,
+                             version, params, err_buf, sizeof err_buf);
 }
 
 static double max_abs(const struct tensor *t)
@@ -207,7 +125,7 @@ static void run_both(struct run *r)
     /* device inputs first: the CPU kernel may update inputs in place */
     struct tensor *din[MAX_IO] = { 0 };
     for (int i = 0; i < r->n_in; i++)
-        din[i] = to_dev(r->in[i]);
+        din[i] = testcuda_to_dev(r->in[i]);
 
     struct op_env cenv = env_of(r->training, 0);
     struct tensor *cout[MAX_IO] = { 0 };
@@ -231,21 +149,21 @@ static void run_both(struct run *r)
             gout[pass][i] = testops_alloc(sizeof(struct tensor));
             *gout[pass][i] = *cout[i];
             size_t bytes = tensor_size_bytes(cout[i]);
-            gout[pass][i]->data = dev_alloc(bytes);
+            gout[pass][i]->data = testcuda_alloc(bytes);
             void *poison = testops_alloc(bytes);
             memset(poison, 0x7f, bytes);       /* an unwritten output shows */
             ck_assert(!dev->copy_to_device(dev->ctx, gout[pass][i]->data, poison, bytes));
         }
         genv.recomputing = pass == 1;
-        scratch_live = 0;
+        testcuda_scratch_live = 0;
         struct op_call gc = cc;
         gc.env = &genv;
         gc.in = (const struct tensor *const *)din;
         gc.out = gout[pass];
         ck_assert_msg(!gpu(&gc), "%s: CUDA kernel (pass %d): %s", r->op, pass, err_buf);
         ck_assert(!dev->synchronize(dev->ctx));
-        ck_assert_msg(scratch_live == 0, "%s: %d device scratch blocks not given back", r->op,
-                      scratch_live);
+        ck_assert_msg(testcuda_scratch_live == 0, "%s: %d device scratch blocks not given back", r->op,
+                      testcuda_scratch_live);
     }
     for (int i = 0; i < r->n_out; i++) {
         if (!cout[i])
@@ -253,8 +171,8 @@ static void run_both(struct run *r)
         r->cpu_out[i] = cout[i];
         r->gpu_out[i] = testops_alloc(sizeof(struct tensor));
         *r->gpu_out[i] = *cout[i];
-        r->gpu_out[i]->data = to_host(gout[0][i]);
-        void *again = to_host(gout[1][i]);
+        r->gpu_out[i]->data = testcuda_to_host(gout[0][i]);
+        void *again = testcuda_to_host(gout[1][i]);
         compare(r->op, i, cout[i], r->gpu_out[i], r->tol);
         ck_assert_msg(!memcmp(r->gpu_out[i]->data, again, tensor_size_bytes(cout[i])),
                       "%s output %d: the recomputation differs in its bits", r->op, i);
@@ -263,11 +181,11 @@ static void run_both(struct run *r)
         if (din[i]) {
             r->gpu_in[i] = testops_alloc(sizeof(struct tensor));
             *r->gpu_in[i] = *din[i];
-            r->gpu_in[i]->data = to_host(din[i]);
+            r->gpu_in[i]->data = testcuda_to_host(din[i]);
         }
     if (params)
         (def->params_free ? def->params_free : free)(params);
-    dev_free_all();
+    testcuda_free_all();
 }
 
 static struct tensor *rnd(int rank, const int64_t *dims)
@@ -435,22 +353,22 @@ START_TEST(test_conv_no_scratch)
     const struct op_def *def = find_def(&r, &version, &params);
     struct op_env env = env_of(0, 1);
     struct tensor y = { 0 };
-    const struct tensor *din[2] = { to_dev(x), to_dev(w) };
+    const struct tensor *din[2] = { testcuda_to_dev(x), testcuda_to_dev(w) };
     struct op_call c = { .def = def, .version = version, .params = params, .node_name = "n0",
                          .n_in = 2, .in = din, .n_out = 1, .out = (struct tensor *const[]){ &y },
                          .env = &env };
     ck_assert(!def->infer(&c));
-    y.data = dev_alloc(tensor_size_bytes(&y));
-    scratch_live = 0;
-    scratch_refuse = 1;
+    y.data = testcuda_alloc(tensor_size_bytes(&y));
+    testcuda_scratch_live = 0;
+    testcuda_scratch_refuse = 1;
     int rc = cuda_kernel_find("", "Conv")(&c);
-    scratch_refuse = 0;
+    testcuda_scratch_refuse = 0;
     ck_assert_int_eq(rc, -1);
     ck_assert_msg(env.scratch_failed, "scratch_failed not set");
     ck_assert_msg(strstr(err_buf, "scratch") != NULL, "message: %s", err_buf);
-    ck_assert_int_eq(scratch_live, 0);
+    ck_assert_int_eq(testcuda_scratch_live, 0);
     free(params);
-    dev_free_all();
+    testcuda_free_all();
     testops_free_all();
 }
 END_TEST
@@ -791,6 +709,7 @@ int main(void)
 {
     char why[256] = "";
     dev = cuda_backend_open(why, sizeof why);
+    testcuda_dev = dev;
     if (!dev) {
         printf("test_cuda_nn: skipped, no CUDA device: %s\n", why);
         return 0;
