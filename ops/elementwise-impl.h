@@ -450,4 +450,9 @@ void *ew_params_new(size_t size, void **params, char *err, size_t err_size);
 /* Shared cost: `flops_per_elem` per output element, bytes of all operands. */
 struct op_cost ew_cost_scaled(const struct op_call *c, double flops_per_elem);
 
+/* The reductions' axes (ops/reduce.c; c->params a struct reduce_params, the
+ * axes from the attribute or host input 1): mask[i] = 1 for each reduced
+ * axis of input 0, *noop = 1 for an identity; 0, or -1 with op_error. */
+int ew_reduce_mask(const struct op_call *c, int *mask, int *noop);
+
 #endif

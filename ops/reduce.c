@@ -111,8 +111,7 @@ static const struct reduce_typed reduce_types[EW_DTYPE_COUNT] = {
 
 /* ---- axes ---------------------------------------------------------------- */
 
-/* mask[i] = 1 for each reduced axis of input 0; *noop = 1 for an identity. */
-static int reduce_mask(const struct op_call *c, int *mask, int *noop)
+int ew_reduce_mask(const struct op_call *c, int *mask, int *noop)
 {
     const struct reduce_params *p = c->params;
     const struct tensor *x = c->in[0];
@@ -162,7 +161,7 @@ static int reduce_infer(struct op_call *c)
     if (!(x->dtype > 0 && x->dtype < EW_DTYPE_COUNT && reduce_types[x->dtype].step) ||
         (x->dtype == ONNX_DTYPE_BOOL && p->kind == REDUCE_SUM))
         return ew_dtype_error(c, "input 0", x->dtype, NUMERIC_LIST);
-    if (reduce_mask(c, mask, &noop))
+    if (ew_reduce_mask(c, mask, &noop))
         return -1;
     struct tensor *y = c->out[0];
     y->dtype = x->dtype;
@@ -257,7 +256,7 @@ static int reduce_cpu(struct op_call *c)
         x->dtype > 0 && x->dtype < EW_DTYPE_COUNT ? &reduce_types[x->dtype] : NULL;
     if (!t || !t->step)
         return ew_dtype_error(c, "input 0", x->dtype, NUMERIC_LIST);
-    if (reduce_mask(c, mask, &noop))
+    if (ew_reduce_mask(c, mask, &noop))
         return -1;
     int64_t in_n = tensor_numel(x), out_n = tensor_numel(y), count = 1;
     for (int i = 0; i < x->rank; i++)
@@ -339,7 +338,7 @@ static int reduce_grad_begin(struct grad_ctx *g, int *mask, int *noop)
     if (x->dtype != ONNX_DTYPE_FLOAT && x->dtype != ONNX_DTYPE_DOUBLE)
         return grad_error(g, "only float and double inputs are differentiable, not %s",
                           onnx_dtype_name(x->dtype));
-    if (reduce_mask(c, mask, noop))
+    if (ew_reduce_mask(c, mask, noop))
         return grad_error(g, "%s", c->env && c->env->err ? c->env->err : "bad axes");
     return 1;
 }

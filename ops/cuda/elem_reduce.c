@@ -18,48 +18,6 @@
 /* reduce_params.kind holds ops/reduce.c's enum reduce_kind, whose values
  * are those of enum cuda_reduce_kind: SUM 0, MAX 1, MIN 2. */
 
-/* mask[i] = 1 for each reduced axis of input 0; *noop = 1 for an identity
- * (ops/reduce.c's reduce_mask). */
-static int reduce_mask(const struct op_call *c, int *mask, int *noop)
-{
-    const struct reduce_params *p = c->params;
-    const struct tensor *x = c->in[0];
-    int64_t axes[TENSOR_MAX_RANK];
-    int n_axes = 0;
-    *noop = 0;
-    if (p->axes_from_input) {
-        const struct tensor *a = c->n_in > 1 ? c->in[1] : NULL;
-        if (a) {
-            if (a->dtype != ONNX_DTYPE_INT64 && a->dtype != ONNX_DTYPE_INT32)
-                return op_error(c, "input 1 (axes) has dtype %s, expected int64",
-                                onnx_dtype_name(a->dtype));
-            int64_t n = tensor_numel(a);
-            if (n > x->rank || n > TENSOR_MAX_RANK)
-                return op_error(c, "input 1 (axes) has %lld entries for an input of rank %d",
-                                (long long)n, x->rank);
-            for (int64_t i = 0; i < n; i++)
-                axes[n_axes++] = tensor_get_int(a, i);
-        }
-    } else {
-        n_axes = p->n_axes;
-        memcpy(axes, p->axes, sizeof axes);
-    }
-    for (int i = 0; i < x->rank; i++)
-        mask[i] = n_axes == 0;
-    if (n_axes == 0) {
-        *noop = p->noop_with_empty_axes;
-        return 0;
-    }
-    for (int i = 0; i < n_axes; i++) {
-        int ax = op_axis(axes[i], x->rank);
-        if (ax < 0)
-            return op_error(c, "axis %lld is out of range for input of rank %d",
-                            (long long)axes[i], x->rank);
-        mask[ax] = 1;
-    }
-    return 0;
-}
-
 /* Groups of neighbouring axes alike in being reduced, with contiguous input
  * strides, split into the kept and the reduced ones. */
 static void reduce_geom_init(struct cuda_reduce_geom *g, const struct tensor *x, const int *mask)
@@ -109,7 +67,7 @@ int cuda_elem_reduce(struct op_call *c)
     if (cuda_reduce_launch(NULL, p->kind, p->mean, x->dtype, NULL, NULL, NULL, NULL) !=
         cudaSuccess)
         return ew_dtype_error(c, "input 0", x->dtype, NUMERIC_LIST);
-    if (reduce_mask(c, mask, &noop))
+    if (ew_reduce_mask(c, mask, &noop))
         return -1;
     int64_t count = 1;
     for (int i = 0; i < x->rank; i++)
