@@ -19,6 +19,7 @@
  * The mask is bool from opset 10 and the input's type before. */
 #include <stdlib.h>
 
+#include "ops/elementwise-impl.h"
 #include "ops/shape-impl.h"
 #include "ops/params.h"
 
@@ -74,7 +75,7 @@ static inline double dropout_uniform(uint64_t key, int64_t i)
 
 /* The generator key of a call: env->seed mixed with the node's seed, or
  * with a hash of the node's name (FNV-1a) when it has no seed. */
-static uint64_t dropout_key(const struct op_call *c)
+uint64_t ew_dropout_key(const struct op_call *c)
 {
     const struct dropout_params *p = c->params;
     uint64_t key = dropout_mix(c->env ? c->env->seed : 0);
@@ -87,7 +88,7 @@ static uint64_t dropout_key(const struct op_call *c)
 }
 
 /* Ratio and training flag of this call; -1 after op_error(). */
-static int dropout_mode(const struct op_call *c, double *ratio, int *training)
+int ew_dropout_mode(const struct op_call *c, double *ratio, int *training)
 {
     const struct dropout_params *p = c->params;
     *ratio = p->ratio;
@@ -131,7 +132,7 @@ static int dropout_cpu(struct op_call *c)
     struct tensor *mask = c->n_out > 1 ? c->out[1] : NULL;
     double ratio;
     int training;
-    if (dropout_mode(c, &ratio, &training))
+    if (ew_dropout_mode(c, &ratio, &training))
         return -1;
     int64_t n = tensor_numel(x);
     if (n == 0)
@@ -150,7 +151,7 @@ static int dropout_cpu(struct op_call *c)
     if (x->dtype != ONNX_DTYPE_FLOAT && x->dtype != ONNX_DTYPE_DOUBLE)
         return op_error(c, "training-mode dropout supports float and double, got %s",
                         onnx_dtype_name(x->dtype));
-    uint64_t key = dropout_key(c);
+    uint64_t key = ew_dropout_key(c);
     double scale = ratio < 1 ? 1 / (1 - ratio) : 0;
     int par = n > 65536;
     #pragma omp parallel for schedule(static) if(par)
@@ -175,12 +176,12 @@ static int dropout_grad(struct grad_ctx *g)
         return 0;
     double ratio;
     int training;
-    if (dropout_mode(g->fwd, &ratio, &training))
+    if (ew_dropout_mode(g->fwd, &ratio, &training))
         return shape_grad_fwd_error(g);
     if (!training || ratio == 0)
         return g->add_dx(g, 0, g->dy[0]);
     struct tensor r = { .dtype = ONNX_DTYPE_DOUBLE, .rank = 0, .data = &ratio };
-    struct onnx_attr attr = shape_attr_int("key", (int64_t)dropout_key(g->fwd));
+    struct onnx_attr attr = shape_attr_int("key", (int64_t)ew_dropout_key(g->fwd));
     int in[2] = { g->dy[0], g->constant(g, &r) }, dx;
     if (in[1] < 0 || g->emit(g, "DropoutGrad", &attr, 1, 2, in, 1, &dx))
         return -1;

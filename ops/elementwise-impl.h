@@ -455,4 +455,12 @@ struct op_cost ew_cost_scaled(const struct op_call *c, double flops_per_elem);
  * axis of input 0, *noop = 1 for an identity; 0, or -1 with op_error. */
 int ew_reduce_mask(const struct op_call *c, int *mask, int *noop);
 
+/* Dropout's mask generator (ops/dropout.c), which every backend shares so
+ * that their masks agree bit for bit: the key of a call (env->seed mixed with
+ * the node's seed, or with a hash of its name), and the call's ratio and
+ * training flag (from the attributes or host inputs 1 and 2; -1 after
+ * op_error). */
+uint64_t ew_dropout_key(const struct op_call *c);
+int ew_dropout_mode(const struct op_call *c, double *ratio, int *training);
+
 #endif

@@ -140,54 +140,7 @@ int cuda_elem_clip_grad(struct op_call *c)
 
 /* ---- Dropout ----------------------------------------------------------------- */
 
-/* ops/dropout.c's key and mode, which must stay the same as there (the CUDA
- * tests compare the masks of both backends bit for bit). */
-static uint64_t dropout_mix(uint64_t z)
-{
-    z += 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t dropout_key(const struct op_call *c)
-{
-    const struct dropout_params *p = c->params;
-    uint64_t key = dropout_mix(c->env ? c->env->seed : 0);
-    if (p->has_seed)
-        return dropout_mix(key ^ (uint64_t)p->seed);
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (const char *s = c->node_name ? c->node_name : ""; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return dropout_mix(key ^ h);
-}
-
-/* The ratio and training_mode inputs are host tensors (op_def.host_inputs). */
-static int dropout_mode(const struct op_call *c, double *ratio, int *training)
-{
-    const struct dropout_params *p = c->params;
-    *ratio = p->ratio;
-    *training = c->env ? c->env->training : 0;
-    if (c->version < 12)
-        return 0;
-    const struct tensor *r = c->n_in > 1 ? c->in[1] : NULL;
-    const struct tensor *t = c->n_in > 2 ? c->in[2] : NULL;
-    if (r) {
-        if (tensor_numel(r) != 1 ||
-            (r->dtype != ONNX_DTYPE_FLOAT && r->dtype != ONNX_DTYPE_DOUBLE))
-            return op_error(c, "ratio must be a float or double scalar");
-        *ratio = tensor_get_double(r, 0);
-        if (!(*ratio >= 0 && *ratio <= 1))
-            return op_error(c, "ratio is %g; expected 0..1", *ratio);
-    }
-    if (t) {
-        if (tensor_numel(t) != 1 || t->dtype != ONNX_DTYPE_BOOL)
-            return op_error(c, "training_mode must be a bool scalar");
-        *training = tensor_get_int(t, 0) != 0;
-    }
-    return 0;
-}
-
+/* The key and mode are ops/dropout.c's (ew_dropout_key, ew_dropout_mode). */
 int cuda_elem_dropout(struct op_call *c)
 {
     const struct tensor *x = c->in[0];
@@ -196,7 +149,7 @@ int cuda_elem_dropout(struct op_call *c)
     cudaStream_t s = cuda_ctx_of(c)->stream;
     double ratio;
     int training;
-    if (dropout_mode(c, &ratio, &training))
+    if (ew_dropout_mode(c, &ratio, &training))
         return -1;
     int64_t n = tensor_numel(x);
     if (n == 0)
@@ -213,7 +166,7 @@ int cuda_elem_dropout(struct op_call *c)
     if (x->dtype != ONNX_DTYPE_FLOAT && x->dtype != ONNX_DTYPE_DOUBLE)
         return op_error(c, "training-mode dropout supports float and double, got %s",
                         onnx_dtype_name(x->dtype));
-    CUDA_TRY(c, cuda_dropout_launch(s, x->dtype, n, dropout_key(c), ratio, x->data, y->data,
+    CUDA_TRY(c, cuda_dropout_launch(s, x->dtype, n, ew_dropout_key(c), ratio, x->data, y->data,
                                     mask ? mask->dtype : 0, mask ? mask->data : NULL));
     return 0;
 }
