@@ -125,6 +125,9 @@ struct rnn_saved {
 /* Validates every input of a recurrent call (forward or gradient) against
  * X, W and R and the attributes; fills d. */
 int rnn_dims_get(const struct op_call *c, struct rnn_dims *d);
+/* rnn_dims_get for a gradient call, which must also request every output
+ * (7 for LSTM, 5 otherwise). */
+int rnn_grad_dims_get(const struct op_call *c, struct rnn_dims *d);
 /* Reads sequence_lens (int32 or int64, host memory) into lens, checking
  * each is in [0, seq]. */
 int rnn_lens_load(const struct op_call *c, const struct rnn_dims *d, const struct tensor *lens_t,

@@ -1143,16 +1143,24 @@ static struct op_cost rnn_grad_cost(const struct op_call *c)
     return cost;
 }
 
+int rnn_grad_dims_get(const struct op_call *c, struct rnn_dims *d)
+{
+    const struct rnn_params *p = c->params;
+    if (rnn_dims_get(c, d))
+        return -1;
+    for (int i = 0; i < (p->kind == RNN_KIND_LSTM ? 7 : 5); i++)
+        if (i >= c->n_out || !c->out[i])
+            return op_error(c, "gradient output %d is missing; every output is required", i);
+    return 0;
+}
+
 static int rnn_grad_cpu(struct op_call *c)
 {
     const struct rnn_params *p = c->params;
     struct rnn_dims d;
-    if (rnn_dims_get(c, &d))
+    if (rnn_grad_dims_get(c, &d))
         return -1;
     const int lstm = p->kind == RNN_KIND_LSTM, gru = p->kind == RNN_KIND_GRU;
-    for (int i = 0; i < (lstm ? 7 : 5); i++)
-        if (i >= c->n_out || !c->out[i])
-            return op_error(c, "gradient output %d is missing; every output is required", i);
     const size_t h = (size_t)d.hidden, gh = (size_t)rnn_gate_count(p->kind) * h, batch = (size_t)d.batch;
     const size_t rows = (size_t)(d.seq * d.batch), saved = (size_t)d.dirs * rows;
     const size_t n_work = rnn_work_floats(p, &d);
