@@ -58,16 +58,18 @@ enum dtrx_status dtrx_session_set_plan(struct dtrx_session *s, const struct dtrx
     return DTRX_OK;
 }
 
-/* 1 when a value kept in `st` will still be read: by a call yet to run, by
- * a gradient emitter (saved for backward) or as a pending gradient. The
- * exported graph does not see every such read (kernels' own reads of saved
- * values within a gradient group, views); evicting then would only make the
- * runtime recompute what the schedule meant to keep. */
-static int still_read(struct dtrx_session *s, dtr_storage st)
+/* 1 when a view of the value `freed` (another value kept in the same
+ * storage `st`) will still be read: by a call yet to run, a gradient
+ * emitter or as a pending gradient. The exported graph gives a view its own
+ * node and bytes, so a schedule may free the source while the view lives;
+ * evicting the shared storage then would only make the runtime recompute
+ * what the schedule meant to keep. The freed value's own pending reads do
+ * not count: a schedule frees what it will recompute. */
+static int view_still_read(struct dtrx_session *s, dtr_storage st, const struct rt_value *freed)
 {
     for (int i = 0; i < s->n_values; i++) {
         const struct rt_value *v = s->values[i];
-        if (v->dt == DTR_NONE || (v->remaining <= 0 && v->grad_refs <= 0))
+        if (v == freed || v->dt == DTR_NONE || (v->remaining <= 0 && v->grad_refs <= 0))
             continue;
         if (dtr_tensor_storage(s->budget.dtr, v->dt) == st)
             return 1;
@@ -76,7 +78,8 @@ static int still_read(struct dtrx_session *s, dtr_storage st)
 }
 
 /* Evicts the outputs of the step's call named `node`, when resident,
- * evictable (a value a running call holds stays) and no longer read. */
+ * evictable (a value a running call holds stays) and not seen through a
+ * view still to be read. */
 static void free_node(struct dtrx_session *s, const char *node)
 {
     struct rt_step_names *sn = &s->step_names;
@@ -88,7 +91,7 @@ static void free_node(struct dtrx_session *s, const char *node)
             if (c->out[k] < 0 || s->values[c->out[k]]->dt == DTR_NONE || (c->def->alias && k == 0))
                 continue;   /* a view frees nothing: its bytes are its source's */
             dtr_storage st = dtr_tensor_storage(s->budget.dtr, s->values[c->out[k]]->dt);
-            if (dtr_storage_is_evictable(s->budget.dtr, st) && !still_read(s, st) &&
+            if (dtr_storage_is_evictable(s->budget.dtr, st) && !view_still_read(s, st, s->values[c->out[k]]) &&
                 !dtr_storage_evict(s->budget.dtr, st))
                 s->plan->plan_evictions++;
         }
