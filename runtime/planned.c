@@ -58,18 +58,16 @@ enum dtrx_status dtrx_session_set_plan(struct dtrx_session *s, const struct dtrx
     return DTRX_OK;
 }
 
-/* 1 when a view of the value `freed` (another value kept in the same
- * storage `st`) will still be read: by a call yet to run, a gradient
- * emitter or as a pending gradient. The exported graph gives a view its own
- * node and bytes, so a schedule may free the source while the view lives;
- * evicting the shared storage then would only make the runtime recompute
- * what the schedule meant to keep. The freed value's own pending reads do
- * not count: a schedule frees what it will recompute. */
-static int view_still_read(struct dtrx_session *s, dtr_storage st, const struct rt_value *freed)
+/* 1 when storage `st` still backs a value the program holds that the
+ * schedule has not freed yet: a view of the freed value, or its source. The
+ * exported graph gives a view its own node and bytes, so a schedule frees a
+ * view's source after the view was made and the view after its last read;
+ * the shared bytes go when both are freed. */
+static int storage_still_held(struct dtrx_session *s, dtr_storage st)
 {
     for (int i = 0; i < s->n_values; i++) {
         const struct rt_value *v = s->values[i];
-        if (v == freed || v->dt == DTR_NONE || (v->remaining <= 0 && v->grad_refs <= 0))
+        if (v->dt == DTR_NONE || !v->dtr_held || v->plan_freed)
             continue;
         if (dtr_tensor_storage(s->budget.dtr, v->dt) == st)
             return 1;
@@ -77,9 +75,9 @@ static int view_still_read(struct dtrx_session *s, dtr_storage st, const struct 
     return 0;
 }
 
-/* Evicts the outputs of the step's call named `node`, when resident,
- * evictable (a value a running call holds stays) and not seen through a
- * view still to be read. */
+/* Frees the outputs of the step's call named `node`: evicts their storage
+ * when resident, evictable (a value a running call holds stays) and backing
+ * nothing the schedule still keeps. */
 static void free_node(struct dtrx_session *s, const char *node)
 {
     struct rt_step_names *sn = &s->step_names;
@@ -87,11 +85,14 @@ static void free_node(struct dtrx_session *s, const char *node)
         if (strcmp(sn->names[i], node))
             continue;
         const struct rt_call *c = sn->calls[i];
+        for (int k = 0; k < c->n_out; k++)
+            if (c->out[k] >= 0)
+                s->values[c->out[k]]->plan_freed = 1;
         for (int k = 0; k < c->n_out; k++) {
-            if (c->out[k] < 0 || s->values[c->out[k]]->dt == DTR_NONE || (c->def->alias && k == 0))
-                continue;   /* a view frees nothing: its bytes are its source's */
+            if (c->out[k] < 0 || s->values[c->out[k]]->dt == DTR_NONE)
+                continue;
             dtr_storage st = dtr_tensor_storage(s->budget.dtr, s->values[c->out[k]]->dt);
-            if (dtr_storage_is_evictable(s->budget.dtr, st) && !view_still_read(s, st, s->values[c->out[k]]) &&
+            if (dtr_storage_is_evictable(s->budget.dtr, st) && !storage_still_held(s, st) &&
                 !dtr_storage_evict(s->budget.dtr, st))
                 s->plan->plan_evictions++;
         }
@@ -147,4 +148,6 @@ void rt_plan_step_begin(struct dtrx_session *s)
         return;
     s->plan->cursor = 0;
     rt_step_names_reset(s);
+    for (int i = 0; i < s->n_values; i++)
+        s->values[i]->plan_freed = 0;
 }
