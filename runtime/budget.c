@@ -478,13 +478,18 @@ enum dtrx_status rt_budget_exec(struct dtrx_session *s, struct rt_call *c, struc
         b->busy_call = NULL;
         b->kernel_seconds += rt_now_seconds() - k0;
     } else if (!st) {
-        dtr_tensor ins[64], outs[64];
-        uint64_t bytes[64];
-        int32_t alias[64];
+        dtr_tensor ins_inline[64], outs_inline[64];
+        uint64_t bytes_inline[64];
+        int32_t alias_inline[64];
+        int big = c->n_in > 64 || c->n_out > 64;   /* a Concat or Split over many steps */
+        dtr_tensor *ins = big ? malloc(sizeof *ins * (size_t)(c->n_in + 1)) : ins_inline;
+        dtr_tensor *outs = big ? malloc(sizeof *outs * (size_t)(c->n_out + 1)) : outs_inline;
+        uint64_t *bytes = big ? malloc(sizeof *bytes * (size_t)(c->n_out + 1)) : bytes_inline;
+        int32_t *alias = big ? malloc(sizeof *alias * (size_t)(c->n_out + 1)) : alias_inline;
         uint32_t n_in = 0, n_out = 0;
         int alias_input = -1;
-        if (c->n_in > 64 || c->n_out > 64)
-            st = rt_fail(DTRX_ERR_INPUT, "node '%s': more than 64 inputs or outputs", c->name);
+        if (!ins || !outs || !bytes || !alias)
+            st = rt_fail(DTRX_ERR_INTERNAL, "out of host memory calling node '%s'", c->name);
         for (int i = 0; i < c->n_in && !st; i++)
             if (c->in[i] >= 0) {
                 if (i == 0)
@@ -517,6 +522,12 @@ enum dtrx_status rt_budget_exec(struct dtrx_session *s, struct rt_call *c, struc
             b->pending_call = NULL;
             if (ds)
                 st = dtr_failure(s, c, ds);
+        }
+        if (big) {
+            free(ins);
+            free(outs);
+            free(bytes);
+            free(alias);
         }
     }
     for (int i = 0; i < c->n_in && i < 32; i++)
