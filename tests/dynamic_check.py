@@ -262,6 +262,26 @@ def check_budget(dtrexec, name, tmp):
         fail(f"{name}: no budgeted run recomputed anything: the check is vacuous")
 
 
+def check_long_scan(dtrexec, tmp):
+    """A Scan over more than 64 steps: one Split of that many outputs, whose
+    gradient is one Concat of as many inputs, under a budget."""
+    path = train_model("lstm_var_len", tmp)
+    dims = ["--dim", "seq=66:80"]
+    res, base, base_w = train(dtrexec, path, tmp, "long-base", dims)
+    if res.returncode:
+        fail(f"long scan: unbudgeted training exited {res.returncode}: {res.stderr.strip()}")
+    budget = int(base["peak_bytes"] * 0.85)
+    res, st, w = train(dtrexec, path, tmp, "long-dtr", dims + ["--budget", str(budget), "--verify-remat"])
+    if res.returncode:
+        fail(f"long scan at 0.85x exited {res.returncode}: {res.stderr.strip()}")
+    if st["loss"] != base["loss"] or any(base_w[k].tobytes() != w[k].tobytes() for k in base_w):
+        fail(f"long scan: losses {st['loss']} or weights differ from the unbudgeted {base['loss']}")
+    if st["peak_bytes"] > budget or not st["remats"]:
+        fail(f"long scan: peak {st['peak_bytes']} (budget {budget}), {st['remats']} recomputations")
+    print(f"ok   lstm_var_len over {[d['seq'] for d in st['step_dims']]} steps at 0.85x: bit-identical, "
+          f"{st['remats']} recomputations")
+
+
 # ---- per-step dimensions --------------------------------------------------------
 
 def drawn_lengths(dtrexec, path, tmp, seed, steps, cfg):
@@ -306,6 +326,7 @@ CASES = {
     "infer-treelstm": lambda d, t: infer_treelstm(d, t),
     "infer-early_exit": lambda d, t: infer_early_exit(d, t),
     "dims-lstm_var_len": lambda d, t: check_dims(d, t),
+    "budget-long-scan": lambda d, t: check_long_scan(d, t),
 }
 for _m in TRAIN_CONFIGS:
     CASES[f"train-{_m}"] = (lambda m: lambda d, t: check_train(d, m, t))(_m)
