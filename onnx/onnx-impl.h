@@ -61,5 +61,8 @@ const char *onnx_shape_describe(int dtype, int rank, const int64_t *dims, char *
  * weights. Messages name the tensor. */
 int onnx_tensor_from_proto(Onnx__TensorProto *tp, const char *base_dir, struct onnx_tensor *out,
                            char *err, size_t size);
+/* A serialized TensorProto (a .pb file's bytes) into *out. */
+int onnx_tensor_parse_pb(const uint8_t *buf, size_t len, const char *base_dir, struct onnx_tensor *out,
+                         char *err, size_t size);
 
 #endif

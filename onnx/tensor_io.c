@@ -184,8 +184,8 @@ done:
     return rc;
 }
 
-static int pb_parse(const uint8_t *buf, size_t len, const char *base_dir, struct onnx_tensor *out,
-                    char *err, size_t size)
+int onnx_tensor_parse_pb(const uint8_t *buf, size_t len, const char *base_dir, struct onnx_tensor *out,
+                         char *err, size_t size)
 {
     if (onnx_proto_check(buf, len, &onnx__tensor_proto__descriptor, err, size) != 0)
         return onnx_error_prefix(err, size, "not a valid TensorProto");
@@ -211,7 +211,7 @@ int onnx_tensor_load(const char *path, struct onnx_tensor *out, char *err, size_
         rc = onnx_error(err, err_size, "empty file: neither a TensorProto nor a .npy array");
     } else {
         char *dir = onnx_dirname(path);
-        rc = dir ? pb_parse(buf, len, dir, out, err, err_size) : onnx_error(err, err_size, "out of memory");
+        rc = dir ? onnx_tensor_parse_pb(buf, len, dir, out, err, err_size) : onnx_error(err, err_size, "out of memory");
         free(dir);
     }
     free(buf);

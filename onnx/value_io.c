@@ -55,19 +55,6 @@ static struct onnx_value *value_append(struct onnx_value *v)
     return &grown[v->n_elems++];
 }
 
-static int tensor_parse(const uint8_t *buf, size_t len, const char *dir, struct onnx_tensor *out, char *err,
-                        size_t size)
-{
-    if (onnx_proto_check(buf, len, &onnx__tensor_proto__descriptor, err, size) != 0)
-        return onnx_error_prefix(err, size, "element is not a valid TensorProto");
-    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, buf);
-    if (!tp)
-        return onnx_error(err, size, "element is not a valid TensorProto (corrupt or truncated)");
-    int rc = onnx_tensor_from_proto(tp, dir, out, err, size);
-    onnx__tensor_proto__free_unpacked(tp, NULL);
-    return rc;
-}
-
 /* One element field of a sequence or optional: a tensor, sequence or optional. */
 static int element_parse(const uint8_t *buf, size_t len, int field, const char *dir, int depth,
                          struct onnx_value *parent, char *err, size_t size)
@@ -80,7 +67,7 @@ static int element_parse(const uint8_t *buf, size_t len, int field, const char *
     switch (field) {
     case FIELD_TENSOR:
         e->kind = ONNX_VALUE_TENSOR;
-        return tensor_parse(buf, len, dir, &e->tensor, err, size);
+        return onnx_tensor_parse_pb(buf, len, dir, &e->tensor, err, size);
     case FIELD_SEQUENCE:
         return value_parse(buf, len, ONNX_VALUE_SEQUENCE, dir, depth + 1, e, err, size);
     case FIELD_OPTIONAL:
