@@ -18,6 +18,7 @@
 
 #include "ops/ops.h"
 #include "runtime/dtrexec.h"
+#include "testcuda.h"
 #include "testops.h"
 
 #ifdef DTRX_HAVE_CUDA
@@ -323,11 +324,7 @@ int main(void)
     dev = cuda_backend_open(why, sizeof why);
     if (!dev)
         printf("test_cuda_core: no CUDA device (%s): checking the failure paths, SKIPPING the device cases\n", why);
-    SRunner *sr = srunner_create(cuda_core_suite());
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = testcuda_run(cuda_core_suite());
     testops_free_all();
     cuda_backend_close(dev);
     return failed ? 1 : 0;

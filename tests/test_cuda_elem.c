@@ -1084,12 +1084,7 @@ int main(void)
         printf("test_cuda_elem: SKIPPED, no usable CUDA device: %s\n", why);
         return 0;
     }
-    SRunner *sr = srunner_create(cuda_elem_suite());
-    /* one process: the device and its context are opened once */
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = testcuda_run(cuda_elem_suite());
     cuda_backend_close(dev);
     return failed ? 1 : 0;
 }

@@ -718,12 +718,7 @@ int main(void)
     tcase_add_test(tc, test_resize);
     tcase_add_loop_test(tc, test_recurrent, 0, (int)(sizeof rnn_cases / sizeof rnn_cases[0]));
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    /* one process: a CUDA context does not survive fork() */
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = testcuda_run(s);
     cuda_backend_close(dev);
     return failed ? 1 : 0;
 }

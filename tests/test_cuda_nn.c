@@ -728,12 +728,7 @@ int main(void)
     tcase_add_test(tc, test_layer_norm);
     tcase_add_test(tc, test_softmax);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    /* one process: a CUDA context does not survive fork() */
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int failed = testcuda_run(s);
     cuda_backend_close(dev);
     return failed ? 1 : 0;
 }

@@ -111,3 +111,13 @@ const struct op_def *testcuda_find_def(const char *domain, const char *op, int o
     ck_assert_msg(rc == 0, "%s (%s): parse: %s", op, what ? what : node.name, err);
     return def;
 }
+
+int testcuda_run(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed;
+}

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <check.h>
+
 #include "ops/ops.h"
 
 /* ---- attributes (the name and string are not copied; short names, as the
@@ -48,5 +50,10 @@ const struct op_def *testcuda_find_def(const char *domain, const char *op, int o
                                        int n_in, int n_out, const struct onnx_attr *attrs, int n_attrs,
                                        const char *what, int *version, void **params, char *err,
                                        size_t err_size);
+
+/* ---- running ---- */
+/* Runs the suite in this process (a CUDA context does not survive fork())
+ * and frees the runner; returns the number of failed tests. */
+int testcuda_run(Suite *s);
 
 #endif
