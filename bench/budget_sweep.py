@@ -146,26 +146,26 @@ def baseline(run, name, path, steps):
     return first
 
 
-def sweep_model(run, name, spec, heuristics, steps, max_slowdown, log):
-    path = run.make(name, spec)
-    base = baseline(run, name, path, steps)
-    peak = base["peak_bytes"]
-    log(f"{name}: unbudgeted peak {peak / 2**20:.1f} MiB, pinned {base['pinned_bytes'] / 2**20:.1f} MiB, "
-        f"step {base['step_s'] * 1e3:.0f} ms, DTR overhead {base['dtr_overhead_seconds']} s, "
-        f"evictions {base['evictions']}")
-    rows = []
+def log_row(log, row):
+    h, r = row["heuristic"], row["ratio"]
+    if row["feasible"]:
+        log(f"  {h:9s} {r:5.3f}x  real {row['real_slowdown']:5.2f}  cost {row['cost_slowdown']:5.2f}  "
+            f"ev {row['evictions']:7d}  remat {row['remats']:7d}  ovh {100 * row['overhead_share']:4.1f}%"
+            + ("" if row["losses_equal"] else "  LOSS MISMATCH"))
+    else:
+        log(f"  {h:9s} {r:5.3f}x  {row['status']}: {row.get('note', '')[:160]}")
 
-    def one(h, r):
-        budget = int(peak * r)
-        rc, st, err = run.train(path, steps, ["--budget", str(budget), "--heuristic", h])
-        row = row_of(name, h, r, budget, base, rc, st, err)
+
+def descend(one, rows, heuristics, max_slowdown, log):
+    """Per heuristic, budgets from 1.0x down (COARSE, then three finer steps
+    below the lowest that trained); after two infeasible budgets in a row, or
+    one run above max_slowdown cost-model slowdown, no lower one. one(h, r)
+    runs a budget and returns its row; rows collects them."""
+
+    def run(h, r):
+        row = one(h, r)
         rows.append(row)
-        if row["feasible"]:
-            log(f"  {h:9s} {r:5.3f}x  real {row['real_slowdown']:5.2f}  cost {row['cost_slowdown']:5.2f}  "
-                f"ev {row['evictions']:6d}  remat {row['remats']:6d}  ovh {100 * row['overhead_share']:4.1f}%"
-                + ("" if row["losses_equal"] else "  LOSS MISMATCH"))
-        else:
-            log(f"  {h:9s} {r:5.3f}x  {row['status']}: {row.get('note', '')[:160]}")
+        log_row(log, row)
         return row["feasible"]
 
     def too_slow():
@@ -179,7 +179,7 @@ def sweep_model(run, name, spec, heuristics, steps, max_slowdown, log):
     for h in heuristics:
         lowest, fails, stopped = None, 0, False
         for r in COARSE:
-            if one(h, r):
+            if run(h, r):
                 lowest, fails = r, 0
                 if too_slow():
                     stopped = True
@@ -190,8 +190,25 @@ def sweep_model(run, name, spec, heuristics, steps, max_slowdown, log):
                     break
         if lowest is not None and lowest > COARSE[-1] and not stopped:
             for k in (1, 2, 3):  # finer near the limit
-                if not one(h, round(lowest - 0.025 * k, 3)) or too_slow():
+                if not run(h, round(lowest - 0.025 * k, 3)) or too_slow():
                     break
+
+
+def sweep_model(run, name, spec, heuristics, steps, max_slowdown, log):
+    path = run.make(name, spec)
+    base = baseline(run, name, path, steps)
+    peak = base["peak_bytes"]
+    log(f"{name}: unbudgeted peak {peak / 2**20:.1f} MiB, pinned {base['pinned_bytes'] / 2**20:.1f} MiB, "
+        f"step {base['step_s'] * 1e3:.0f} ms, DTR overhead {base['dtr_overhead_seconds']} s, "
+        f"evictions {base['evictions']}")
+    rows = []
+
+    def one(h, r):
+        budget = int(peak * r)
+        rc, st, err = run.train(path, steps, ["--budget", str(budget), "--heuristic", h])
+        return row_of(name, h, r, budget, base, rc, st, err)
+
+    descend(one, rows, heuristics, max_slowdown, log)
     return base, rows
 
 

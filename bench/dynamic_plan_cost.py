@@ -41,12 +41,14 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "models"))
 
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 
 import make_dynamic  # noqa: E402
+import runners  # noqa: E402
 
 # (make_dynamic parameters, symbolic dimension ranges). Small: the MILP's
 # size grows with the square of the graph's node count; activations above
@@ -184,17 +186,6 @@ def write_csv(path, rows, fields):
             w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
 
 
-def source_commit():
-    """The repository's HEAD (and whether the tree has changes), for the record."""
-    try:
-        head = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", HERE, "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True).stdout.strip()
-        return head + (" (with uncommitted changes)" if dirty else "")
-    except OSError:
-        return "unknown"
-
 
 def summary(rows, dtrs, args, meta):
     L = [f"# Static planning per new graph against DTR's online overhead ({meta['date']})", "",
@@ -266,7 +257,7 @@ def main():
             dtrs[name] = dtr
     meta = {"date": time.strftime("%Y-%m-%d %H:%M"), "load0": load0, "load1": "%.2f %.2f %.2f" % os.getloadavg(),
             "wall": time.time() - t0,
-            "commit": source_commit(), "command": "python3 bench/dynamic_plan_cost.py " + " ".join(sys.argv[1:])}
+            "commit": runners.source_commit(), "command": "python3 bench/dynamic_plan_cost.py " + " ".join(sys.argv[1:])}
     write_csv(os.path.join(args.out, "dynamic_plan_cost.csv"), rows,
               ["model", "step", "shape", "graph", "nodes", "new_graph", "export_s", "solver", "ratio", "plan_s",
                "solve_s", "status", "overhead"])

@@ -29,7 +29,6 @@ steps trains since Scan cuts its inputs with one Split).
 """
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,6 +41,7 @@ import onnx  # noqa: E402
 
 import budget_sweep as bs  # noqa: E402  (the runner, CSV and SVG writers)
 import make_dynamic  # noqa: E402
+import runners  # noqa: E402
 
 HEURISTICS = ["dtr", "dtr-eq", "lru"]
 
@@ -106,53 +106,11 @@ def sweep_model(run, name, path, dims, heuristics, steps, max_slowdown, log):
     def one(h, r):
         budget = int(peak * r)
         rc, st, err = run.train(path, steps, dims + ["--budget", str(budget), "--heuristic", h])
-        row = row_of(name, h, r, budget, base, rc, st, err)
-        rows.append(row)
-        if row["feasible"]:
-            log(f"  {h:7s} {r:5.3f}x  real {row['real_slowdown']:5.2f}  cost {row['cost_slowdown']:5.2f}  "
-                f"ev {row['evictions']:7d}  remat {row['remats']:7d}  ovh {100 * row['overhead_share']:4.1f}%"
-                + ("" if row["losses_equal"] else "  LOSS MISMATCH"))
-        else:
-            log(f"  {h:7s} {r:5.3f}x  {row['status']}: {row.get('note', '')[:160]}")
-        return row["feasible"]
+        return row_of(name, h, r, budget, base, rc, st, err)
 
-    def too_slow():
-        last = rows[-1]
-        if last["feasible"] and last["cost_slowdown"] > max_slowdown:
-            last["note"] = f"lowest tried: cost-model slowdown above {max_slowdown:g}x"
-            log(f"  {last['heuristic']:7s} cost-model slowdown above {max_slowdown:g}x: no lower budget tried")
-            return True
-        return False
-
-    for h in heuristics:
-        lowest, fails, stopped = None, 0, False
-        for r in bs.COARSE:
-            if one(h, r):
-                lowest, fails = r, 0
-                if too_slow():
-                    stopped = True
-                    break
-            else:
-                fails += 1
-                if fails == 2:
-                    break
-        if lowest is not None and lowest > bs.COARSE[-1] and not stopped:
-            for k in (1, 2, 3):
-                if not one(h, round(lowest - 0.025 * k, 3)) or too_slow():
-                    break
+    bs.descend(one, rows, heuristics, max_slowdown, log)
     return base, rows
 
-
-def source_commit():
-    """The repository's HEAD (and whether the tree has changes), for the record."""
-    try:
-        head = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", HERE, "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True).stdout.strip()
-        return head + (" (with uncommitted changes)" if dirty else "")
-    except OSError:
-        return "unknown"
 
 
 def summary(rows, bases, heuristics, configs, meta):
@@ -235,7 +193,7 @@ def main():
                  "Dynamic models: slowdown of budgeted training against memory budget (dtrexec, CPU)")
     meta = {"date": time.strftime("%Y-%m-%d %H:%M"), "load0": load0, "load1": load1, "threads": args.threads,
             "steps": args.steps, "wall": time.time() - t0, "max_slowdown": args.max_slowdown,
-            "commit": source_commit(), "command": "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python3 bench/dynamic_sweep.py "
+            "commit": runners.source_commit(), "command": "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python3 bench/dynamic_sweep.py "
                        + " ".join(sys.argv[1:])}
     text = summary(rows, bases, heuristics, configs, meta)
     with open(os.path.join(args.out, "dynamic_summary.md"), "w") as f:

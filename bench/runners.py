@@ -1,7 +1,8 @@
 """Run one ONNX model with onnxruntime or with the dtrexec command, the same
 way for both, and compare their outputs.
 
-Shared by bench/infer_bench.py (timing) and tests/models_check.py (checks).
+Shared by bench/infer_bench.py (timing) and tests/models_check.py (checks);
+source_commit() stamps the benchmarks' result pages.
 dtrexec is driven only through its command line (DESIGN.md's contract):
 
     dtrexec MODEL.onnx --input NAME=FILE.npy ... --output-dir DIR
@@ -175,3 +176,15 @@ def compare(expected, actual, rtol=DEFAULT_RTOL, atol=DEFAULT_ATOL):
                 msgs.append(f"output {i}: {int(bad.sum())} of {diff.size} values differ, first at flat index {k}: "
                             f"got {a64.ravel()[k]:.7g}, expected {e64.ravel()[k]:.7g}")
     return ok, max_abs, max_rel, "; ".join(msgs)
+
+
+def source_commit():
+    """The repository's HEAD (and whether the tree has changes), for the record."""
+    try:
+        git = ["git", "-C", os.path.dirname(os.path.abspath(__file__))]
+        head = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(git + ["status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True).stdout.strip()
+        return head + (" (with uncommitted changes)" if dirty else "")
+    except OSError:
+        return "unknown"

@@ -14,6 +14,8 @@ and IR version 8 (onnxruntime and dtrexec both load them) unless a
 generator asks for more.
 """
 
+import ast
+
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -246,3 +248,17 @@ def sample_inputs(model, seed=0):
         else:
             feeds[vi.name] = rng.standard_normal(shape).astype(np_dtype)
     return feeds
+
+
+def parse_sets(ap, items, overrides):
+    """Adds make scripts' `--set KEY=VALUE` items to overrides; values are
+    Python literals where they parse as one (2, 0.5, (2, 2), True), else text."""
+    for item in items:
+        if "=" not in item:
+            ap.error(f"--set expects KEY=VALUE, got '{item}'")
+        k, v = item.split("=", 1)
+        try:
+            overrides[k] = ast.literal_eval(v)
+        except (ValueError, SyntaxError):
+            overrides[k] = v
+    return overrides

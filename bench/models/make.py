@@ -16,7 +16,6 @@ ModelProto.
 """
 
 import argparse
-import ast
 import os
 import sys
 
@@ -33,7 +32,7 @@ import smallcnn  # noqa: E402
 import transformer  # noqa: E402
 import unet  # noqa: E402
 import vgg  # noqa: E402
-from _builder import sample_inputs  # noqa: E402,F401  (re-exported for scripts)
+from _builder import parse_sets, sample_inputs  # noqa: E402,F401  (sample_inputs re-exported for scripts)
 
 # name -> (build function, full configuration, tiny configuration)
 MODELS = {
@@ -71,13 +70,6 @@ def make(name, batch=1, tiny=False, seed=0, **overrides):
     return build(batch=batch, seed=seed, **cfg)
 
 
-def _parse_value(text):
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("model", nargs="?", choices=list(MODELS))
@@ -105,11 +97,7 @@ def main(argv=None):
     if not args.model or not args.output:
         ap.error("MODEL and -o OUT.onnx are required")
     overrides = dict(size=args.size, seq=args.seq, layers=args.layers, classes=args.classes)
-    for item in args.set:
-        if "=" not in item:
-            ap.error(f"--set expects KEY=VALUE, got '{item}'")
-        k, v = item.split("=", 1)
-        overrides[k] = _parse_value(v)
+    parse_sets(ap, args.set, overrides)
     try:
         model = make(args.model, batch=args.batch, tiny=args.tiny, seed=args.seed, **overrides)
     except ValueError as e:

@@ -69,7 +69,6 @@ ModelProto; sample_inputs(model, seed, dims) the feeds.
 """
 
 import argparse
-import ast
 import os
 import sys
 
@@ -79,7 +78,7 @@ import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 from onnx import TensorProto, helper  # noqa: E402
 
-from _builder import META_INT_HIGH, Builder  # noqa: E402
+from _builder import META_INT_HIGH, Builder, parse_sets  # noqa: E402
 
 INT64_MAX = np.iinfo(np.int64).max
 
@@ -477,13 +476,6 @@ def sample_inputs(model, seed=0, dims=None):
     return feeds
 
 
-def _parse_value(text):
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("model", nargs="?", choices=list(MODELS))
@@ -506,11 +498,7 @@ def main(argv=None):
     if not args.model or not args.output:
         ap.error("MODEL and -o OUT.onnx are required")
     overrides = {"batch": args.batch}
-    for item in args.set:
-        if "=" not in item:
-            ap.error(f"--set expects KEY=VALUE, got '{item}'")
-        k, v = item.split("=", 1)
-        overrides[k] = _parse_value(v)
+    parse_sets(ap, args.set, overrides)
     try:
         model = make(args.model, tiny=args.tiny, seed=args.seed, **overrides)
     except ValueError as e:
