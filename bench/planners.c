@@ -61,19 +61,50 @@ static double now_s(void)
 
 /* A run list under construction: `avail` says which values the planner
  * regards as present; ensure() recomputes a missing value from whatever is
- * present, parents first. */
+ * present, parents first.
+ *
+ * First computations keep the graph's order (node k is computed for the
+ * first time after nodes 0..k-1): an exported graph's order is the order
+ * in which the runtime's training step issues its calls, which `--plan`
+ * follows, so a schedule may only insert recomputations into it (as
+ * Checkmate's formulation does, stage t computing node t). ensure() first
+ * computes every node before v that has not run yet. */
 struct builder {
     const struct plan_graph *g;
     struct schedule *s;
     uint8_t *avail;
+    uint8_t *ran;            /* computed at least once */
+    uint32_t next_first;     /* nodes below it have all run */
     int failed;
 };
+
+static int builder_init(struct builder *b, const struct plan_graph *g, struct schedule *s)
+{
+    *b = (struct builder){ .g = g, .s = s, .avail = calloc(g->n + 1, 1), .ran = calloc(g->n + 1, 1) };
+    return b->avail && b->ran ? 0 : -1;
+}
+
+static void builder_reset(struct builder *b, struct schedule *s)
+{
+    b->s = s;
+    b->failed = 0;
+    b->next_first = 0;
+    memset(b->avail, 0, b->g->n);
+    memset(b->ran, 0, b->g->n);
+}
+
+static void builder_free(struct builder *b)
+{
+    free(b->avail);
+    free(b->ran);
+}
 
 static void run_node(struct builder *b, uint32_t v)
 {
     if (schedule_push(b->s, SCHEDULE_RUN, v, 0))
         b->failed = 1;
     b->avail[v] = 1;
+    b->ran[v] = 1;
 }
 
 static void ensure(struct builder *b, uint32_t v)
@@ -81,6 +112,10 @@ static void ensure(struct builder *b, uint32_t v)
     if (b->avail[v] || b->failed)
         return;
     const struct plan_graph *g = b->g;
+    if (!b->ran[v])
+        for (; b->next_first < v; b->next_first++)
+            if (!b->ran[b->next_first])
+                ensure(b, b->next_first);
     for (uint32_t q = g->pred_at[v]; q < g->pred_at[v + 1]; q++)
         ensure(b, g->preds[q]);
     run_node(b, v);
@@ -260,9 +295,11 @@ fail:
  * and kept until its last backward use. */
 static int chen_runs(const struct plan_graph *g, const uint8_t *ckpt, struct schedule *s)
 {
-    struct builder b = { .g = g, .s = s, .avail = calloc(g->n, 1) };
-    if (!b.avail)
+    struct builder b;
+    if (builder_init(&b, g, s)) {
+        builder_free(&b);
         return -1;
+    }
     uint32_t last_ck = 0;
     int any = 0;
     for (uint32_t v = 0; v < g->n; v++)
@@ -279,7 +316,7 @@ static int chen_runs(const struct plan_graph *g, const uint8_t *ckpt, struct sch
     for (uint32_t v = 0; v < g->n; v++)
         if (g->backward[v])
             ensure(&b, v);
-    free(b.avail);
+    builder_free(&b);
     return b.failed ? -1 : 0;
 }
 
@@ -420,8 +457,10 @@ static void reverse_one(struct revolve *rv, uint32_t j, uint32_t a)
     for (uint32_t v = 0; v < g->n; v++)
         if (g->backward[v] && rv->bseg[v] == (int32_t)j)
             ensure(&rv->b, v);
-    /* everything recomputed since state a is dropped again */
-    drop_segments(rv, a, j + 1, UINT32_MAX);
+    /* everything recomputed since state a is dropped again, and what a
+     * backward node of this segment recomputed from later segments (those
+     * are reversed already) */
+    drop_segments(rv, a, rv->L, UINT32_MAX);
 }
 
 static void revolve_rec(struct revolve *rv, uint32_t a, uint32_t b, uint32_t s)
@@ -472,8 +511,7 @@ static enum plan_status griewank(const struct plan_graph *g, uint64_t budget, st
     rv.seg_start = malloc((n_ap + 3) * sizeof *rv.seg_start);
     rv.fwd_seg = malloc((n + 1) * sizeof *rv.fwd_seg);
     rv.bseg = malloc((n + 1) * sizeof *rv.bseg);
-    rv.b.avail = calloc(n + 1, 1);
-    if (!rv.bound || !rv.seg_start || !rv.fwd_seg || !rv.bseg || !rv.b.avail) {
+    if (builder_init(&rv.b, g, NULL) || !rv.bound || !rv.seg_start || !rv.fwd_seg || !rv.bseg) {
         snprintf(err, err_size, "out of memory");
         goto done;
     }
@@ -510,6 +548,16 @@ static enum plan_status griewank(const struct plan_graph *g, uint64_t budget, st
         int32_t sg = fmax < 0 ? bmin : fmax < bmin ? fmax : bmin;
         rv.bseg[v] = sg < 0 ? 0 : sg;
     }
+    /* The runtime issues backward calls in the graph's order, so reversals
+     * (last segment first) must meet them in that order: a backward node
+     * goes no higher than any backward node before it (what it reads from
+     * a later segment is recomputed from the current state). */
+    for (uint32_t v = 0, low = rv.L ? rv.L - 1 : 0; v < n; v++)
+        if (g->backward[v]) {
+            if ((uint32_t)rv.bseg[v] > low)
+                rv.bseg[v] = (int32_t)low;
+            low = (uint32_t)rv.bseg[v];
+        }
     /* C(l, s): segment forwards to reverse l segments with s snapshots
      * (unit costs: Griewank's binomial optimum); split: the best first
      * advance */
@@ -549,10 +597,7 @@ static enum plan_status griewank(const struct plan_graph *g, uint64_t budget, st
         struct schedule_result r;
         char e[300];
         schedule_init(&cand);
-        rv.b.g = g;
-        rv.b.s = &cand;
-        rv.b.failed = 0;
-        memset(rv.b.avail, 0, n);
+        builder_reset(&rv.b, &cand);
         revolve_rec(&rv, 0, L, s);
         /* nodes no reversal reached (backward nodes of no segment) */
         for (uint32_t v = 0; v < n; v++)
@@ -599,7 +644,7 @@ done:
     free(rv.seg_start);
     free(rv.fwd_seg);
     free(rv.bseg);
-    free(rv.b.avail);
+    builder_free(&rv.b);
     free(rv.split);
     return rc;
 }

@@ -4,6 +4,7 @@
  * the MILP against the baselines, and the CLI's exit codes. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,6 +235,20 @@ static void check_plan(const struct plan_graph *g, enum plan_solver k, uint64_t 
     ck_assert_msg(st == PLAN_OK, "%s, %s at %llu: %s", g->name, plan_solver_name(k), (unsigned long long)budget, err);
     ck_assert_msg(schedule_simulate(g, &s, budget, r, err, sizeof err) == 0, "%s, %s: %s", g->name,
                   plan_solver_name(k), err);
+    /* first computations in the graph's order (an exported graph's is the
+     * runtime's call order, which --plan follows): only recomputations are
+     * inserted */
+    uint8_t *ran = calloc(g->n, 1);
+    uint32_t next = 0;
+    ck_assert(ran != NULL);
+    for (uint32_t i = 0; i < s.n_steps; i++)
+        if (s.steps[i].kind == SCHEDULE_RUN && !ran[s.steps[i].node]) {
+            ck_assert_msg(s.steps[i].node == next, "%s, %s: step %u computes '%s' first, before '%s'", g->name,
+                          plan_solver_name(k), i, g->names[s.steps[i].node], g->names[next]);
+            ran[next++] = 1;
+        }
+    ck_assert_uint_eq(next, g->n);
+    free(ran);
     /* and through a file, as a user replays it */
     ck_assert_msg(schedule_save(tmp_path("p.json"), g, &s, err, sizeof err) == 0, "%s", err);
     struct schedule t;
@@ -246,6 +261,53 @@ static void check_plan(const struct plan_graph *g, enum plan_solver k, uint64_t 
     schedule_free(&t);
     schedule_free(&s);
 }
+
+/* Forward f0..f3 with a side branch f2 that only the backward pass reads,
+ * and a backward node g0 that reads only a gradient but comes after g1,
+ * which reads f0: a planner that computes nodes as their readers need them
+ * would compute f2 after g3 and g0 before g1, an order the runtime never
+ * issues. */
+static const char *side_graph(void)
+{
+    return write_tmp("side.json",
+        "{\"directed\": true, \"multigraph\": false, \"graph\": {\"name\": \"side\"},\n"
+        " \"nodes\": [\n"
+        "  {\"id\": 0, \"name\": \"f0\", \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 10},\n"
+        "  {\"id\": 1, \"name\": \"f1\", \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 10},\n"
+        "  {\"id\": 2, \"name\": \"f2\", \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 10},\n"
+        "  {\"id\": 3, \"name\": \"f3\", \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 10},\n"
+        "  {\"id\": 4, \"name\": \"g3\", \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 10},\n"
+        "  {\"id\": 5, \"name\": \"g2\", \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 10},\n"
+        "  {\"id\": 6, \"name\": \"g1\", \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 10},\n"
+        "  {\"id\": 7, \"name\": \"g0\", \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 10}],\n"
+        " \"links\": [{\"source\": 0, \"target\": 1}, {\"source\": 0, \"target\": 2}, {\"source\": 1, \"target\": 3},\n"
+        "  {\"source\": 3, \"target\": 4}, {\"source\": 4, \"target\": 5}, {\"source\": 2, \"target\": 5},\n"
+        "  {\"source\": 5, \"target\": 6}, {\"source\": 0, \"target\": 6}, {\"source\": 4, \"target\": 7}]}\n");
+}
+
+/* Every classic planner at every budget it can meet keeps the graph's
+ * order of first computations (check_plan checks it). */
+START_TEST(test_first_computations_in_order)
+{
+    struct plan_graph g;
+    load_graph(side_graph(), &g);
+    struct schedule_result all, r;
+    check_plan(&g, PLAN_CHECKPOINT_ALL, 0, &all);
+    int planned = 0;
+    for (uint64_t budget = all.peak_bytes; budget >= plan_graph_min_peak(&g); budget -= 10)
+        for (int k = PLAN_CHEN_SQRTN; k <= PLAN_GRIEWANK; k++) {
+            struct schedule s;
+            char err[600];
+            if (plan_make(&g, (enum plan_solver)k, budget, NULL, &s, err, sizeof err) != PLAN_OK)
+                continue;
+            schedule_free(&s);
+            check_plan(&g, (enum plan_solver)k, budget, &r);
+            planned += k == PLAN_GRIEWANK;
+        }
+    ck_assert_msg(planned > 0, "griewank made no schedule of the side graph");
+    plan_graph_free(&g);
+}
+END_TEST
 
 static const char *const shared_graphs[] = {
     "vgg16-256-train.json", "mobilenet-512-train.json", "resnet50-256-train.json",
@@ -354,6 +416,42 @@ START_TEST(test_milp_vgg16)
 }
 END_TEST
 
+/* checkmate-lp reports the full-budget LP relaxation's optimum as its
+ * bound: at least one pass of every node, at most the MILP's optimum and
+ * its own rounded schedule. */
+static void lp_bound_check(const char *path, double ratio)
+{
+    struct plan_graph g;
+    struct schedule_result all, m, r;
+    struct schedule s;
+    struct plan_options o;
+    char err[600];
+    load_graph(path, &g);
+    check_plan(&g, PLAN_CHECKPOINT_ALL, 0, &all);
+    uint64_t budget = (uint64_t)((double)all.peak_bytes * ratio);
+    check_plan(&g, PLAN_CHECKMATE_MILP, budget, &m);
+    plan_options_default(&o);
+    o.time_limit_s = 60;
+    ck_assert_int_eq(plan_make(&g, PLAN_CHECKMATE_LP, budget, &o, &s, err, sizeof err), PLAN_OK);
+    ck_assert(schedule_simulate(&g, &s, budget, &r, err, sizeof err) == 0);
+    double b = s.solver.bound, tol = 1e-6 * all.total_compute;
+    ck_assert_msg(isfinite(b), "%s at %.2f: checkmate-lp reports no bound", g.name, ratio);
+    ck_assert_msg(b >= all.total_compute - tol && b <= m.total_compute + tol && b <= r.total_compute + tol,
+                  "%s at %.2f: LP bound %g outside [%g, min(MILP %g, rounded %g)]", g.name, ratio, b,
+                  all.total_compute, m.total_compute, r.total_compute);
+    schedule_free(&s);
+    plan_graph_free(&g);
+}
+
+START_TEST(test_lp_bound)
+{
+    if (!have_highs())
+        return;
+    lp_bound_check(chain_graph(), 0.8);
+    lp_bound_check(GRAPHS "vgg16-256-train.json", 0.86);
+}
+END_TEST
+
 /* Checkmate's published rows (DTRX_MILP_FORM=paper) and the default
  * formulation (one hazard row per free, classic MIP starts) prove the same
  * optimum. */
@@ -449,9 +547,11 @@ int main(void)
     suite_add_tcase(su, tc);
     tc = tcase_create("planners");
     tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_first_computations_in_order);
     tcase_add_loop_test(tc, test_baselines_on_shared_graphs, 0, sizeof shared_graphs / sizeof shared_graphs[0]);
     tcase_add_test(tc, test_milp_chain);
     tcase_add_test(tc, test_milp_vgg16);
+    tcase_add_test(tc, test_lp_bound);
     tcase_add_test(tc, test_milp_forms_agree);
     tcase_add_test(tc, test_cli);
     suite_add_tcase(su, tc);
