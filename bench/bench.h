@@ -163,8 +163,9 @@ int sweep_write_svg(const char *path, const struct sweep_row *rows, size_t n, ch
  * Memory accounting (Checkmate's, Jain et al. 2020): while node v runs, the
  * memory in use is the parameters of every node (param_cost, resident for
  * the whole step) + the output bytes of every resident value + v's own
- * output bytes; v's inputs are still resident then. A free returns a
- * value's bytes at once. The peak is the largest such sum over the run
+ * output bytes + v's workspace (workspace_ram: kernel scratch it needs
+ * only while it runs; 0 when the graph has none, as Checkmate's); v's
+ * inputs are still resident then. A free returns a value's bytes at once. The peak is the largest such sum over the run
  * steps. A schedule that runs every node once, in the graph's topological
  * order, and frees each value after its last reader ("checkpoint-all")
  * has exactly the peak of the simulator's unbudgeted replay
@@ -183,6 +184,7 @@ struct plan_graph {
     char **names;            /* "name" (Checkmate layout) or the id as text */
     double *cost;            /* cost_cpu / duration */
     uint64_t *bytes;         /* cost_ram / out_cost */
+    uint64_t *workspace;     /* workspace_ram (dtrexec export), 0 when absent */
     uint8_t *backward;       /* 1: a backward node ("backward": true) */
     uint8_t *sink;           /* 1: no successor; a graph output, resident at the end */
     uint64_t param_bytes;    /* sum of param_cost, resident throughout */

@@ -159,6 +159,10 @@ static int write_lp(const char *path, const struct plan_graph *g, const double *
             }
             fprintf(f, " = 0\n");
         }
+        /* a node's workspace (M[T + k]) counts while it runs */
+        for (uint32_t k = 0; k <= t; k++)
+            if (M[T + k] > 0)
+                fprintf(f, " w%u_%u: U%u_%u + %.17g R%u_%u <= %.17g\n", t, k, t, k, M[T + k], t, k, budget_units);
     }
     fprintf(f, "Bounds\n");
     for (uint32_t t = 0; t < T; t++) {
@@ -404,8 +408,8 @@ static int start_values(FILE *f, const struct plan_graph *g, const double *M, co
                 u += M[k] * Rt[k];
             if (f)
                 fprintf(f, "U%u_%u %.17g\n", t, k, u);
-            if (u > *max_u)
-                *max_u = u;
+            if (u + M[T + k] * Rt[k] > *max_u)
+                *max_u = u + M[T + k] * Rt[k];
             for (uint32_t q = g->pred_at[k]; q <= g->pred_at[k + 1]; q++) {
                 uint32_t i = q < g->pred_at[k + 1] ? g->preds[q] : k;
                 int h = 1 - Rt[k] + (t + 1 < T ? Sn[i] : g->sink[i]);
@@ -665,7 +669,8 @@ enum plan_status plan_checkmate(const struct plan_graph *g, uint64_t budget_byte
         unit = 1;
     if (maxb / unit > 1000000)
         unit = (maxb + 999999) / 1000000;
-    double *M = malloc((T + 1) * sizeof *M);
+    /* M[i]: node i's output; M[T + i]: its workspace while it runs */
+    double *M = malloc((2 * (size_t)T + 1) * sizeof *M);
     uint8_t *S = malloc((size_t)T * T + 1);
     if (!M || !S) {
         free(M);
@@ -673,8 +678,10 @@ enum plan_status plan_checkmate(const struct plan_graph *g, uint64_t budget_byte
         snprintf(err, err_size, "out of memory");
         return PLAN_ERROR;
     }
-    for (uint32_t i = 0; i < T; i++)
+    for (uint32_t i = 0; i < T; i++) {
         M[i] = (double)((g->bytes[i] + unit - 1) / unit);
+        M[T + i] = (double)((g->workspace[i] + unit - 1) / unit);
+    }
     double budget_units = floor((double)(budget_bytes - g->param_bytes) / (double)unit);
     enum plan_status rc = PLAN_ERROR;
     struct lp_solution sol = { 0 };

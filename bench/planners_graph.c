@@ -141,6 +141,7 @@ void plan_graph_free(struct plan_graph *g)
     free(g->name);
     free(g->cost);
     free(g->bytes);
+    free(g->workspace);
     free(g->backward);
     free(g->sink);
     free(g->pred_at);
@@ -171,7 +172,7 @@ uint64_t plan_graph_min_peak(const struct plan_graph *g)
 {
     uint64_t best = 0, sinks = 0;
     for (uint32_t v = 0; v < g->n; v++) {
-        uint64_t m = g->bytes[v];
+        uint64_t m = g->bytes[v] + g->workspace[v];
         for (uint32_t q = g->pred_at[v]; q < g->pred_at[v + 1]; q++)
             m += g->bytes[g->preds[q]];
         if (m > best)
@@ -246,7 +247,7 @@ int plan_graph_load(const char *path, struct plan_graph *g, char *err, size_t er
     }
     /* file-position arrays first; renumbered into topological order below */
     double *fcost = calloc(n, sizeof *fcost);
-    uint64_t *fbytes = calloc(n, sizeof *fbytes);
+    uint64_t *fbytes = calloc(n, sizeof *fbytes), *fws = calloc(n, sizeof *fws);
     uint8_t *fback = calloc(n, 1);
     char **fnames = calloc(n, sizeof *fnames);
     by_id = malloc(n * sizeof *by_id);
@@ -255,9 +256,10 @@ int plan_graph_load(const char *path, struct plan_graph *g, char *err, size_t er
     g->n = n;
     g->cost = fcost;
     g->bytes = fbytes;
+    g->workspace = fws;
     g->backward = fback;
     g->names = fnames;
-    if (!fcost || !fbytes || !fback || !fnames || !by_id || !src || !dst) {
+    if (!fcost || !fbytes || !fws || !fback || !fnames || !by_id || !src || !dst) {
         snprintf(err, err_size, "%s: out of memory", path);
         goto out;
     }
@@ -277,8 +279,17 @@ int plan_graph_load(const char *path, struct plan_graph *g, char *err, size_t er
                      k_bytes);
             goto out;
         }
+        /* dtrexec export's kernel workspace (runtime/export.c) */
+        double ws = 0;
+        const struct json_value *jw = json_get(o, "workspace_ram");
+        if (jw && (json_as_double(jw, &ws) || !(ws >= 0) || ws > 1.8e19)) {
+            snprintf(err, err_size, "%s: node %lld: \"workspace_ram\" must be a non-negative number", path,
+                     (long long)id);
+            goto out;
+        }
         fcost[i] = cost;
         fbytes[i] = (uint64_t)llround(bytes);
+        fws[i] = (uint64_t)llround(ws);
         g->param_bytes += (uint64_t)llround(param);
         const struct json_value *jb = json_get(o, "backward");
         fback[i] = jb && jb->type == JSON_TRUE;
@@ -397,12 +408,13 @@ int plan_graph_load(const char *path, struct plan_graph *g, char *err, size_t er
     /* renumber: node k is order[k] */
     {
         double *cost = malloc(n * sizeof *cost);
-        uint64_t *bytes = malloc(n * sizeof *bytes);
+        uint64_t *bytes = malloc(n * sizeof *bytes), *ws = malloc(n * sizeof *ws);
         uint8_t *back = malloc(n);
         char **names = malloc(n * sizeof *names);
-        if (!cost || !bytes || !back || !names) {
+        if (!cost || !bytes || !ws || !back || !names) {
             free(cost);
             free(bytes);
+            free(ws);
             free(back);
             free(names);
             snprintf(err, err_size, "%s: out of memory", path);
@@ -411,15 +423,18 @@ int plan_graph_load(const char *path, struct plan_graph *g, char *err, size_t er
         for (uint32_t k = 0; k < n; k++) {
             cost[k] = fcost[order[k]];
             bytes[k] = fbytes[order[k]];
+            ws[k] = fws[order[k]];
             back[k] = fback[order[k]];
             names[k] = fnames[order[k]];
         }
         free(fcost);
         free(fbytes);
+        free(fws);
         free(fback);
         free(fnames);
         g->cost = cost;
         g->bytes = bytes;
+        g->workspace = ws;
         g->backward = back;
         g->names = names;
     }

@@ -491,13 +491,16 @@ int schedule_simulate(const struct plan_graph *g, const struct schedule *s, uint
             goto out;
         }
         used += g->bytes[v];
-        if (used > r->peak_bytes) {
-            r->peak_bytes = used;
+        /* the node's workspace only while it runs */
+        uint64_t running = used + g->workspace[v];
+        if (running > r->peak_bytes) {
+            r->peak_bytes = running;
             r->peak_step = k;
         }
-        if (budget_bytes && used > budget_bytes) {
-            snprintf(err, err_size, "%s: running '%s' needs %llu bytes, above the budget of %llu bytes", at,
-                     g->names[v], (unsigned long long)used, (unsigned long long)budget_bytes);
+        if (budget_bytes && running > budget_bytes) {
+            snprintf(err, err_size, "%s: running '%s' needs %llu bytes%s, above the budget of %llu bytes", at,
+                     g->names[v], (unsigned long long)running, g->workspace[v] ? " with its workspace" : "",
+                     (unsigned long long)budget_bytes);
             goto out;
         }
         res[v] = 1;

@@ -124,6 +124,8 @@ enum dtrx_status rt_call_exec(struct dtrx_session *s, struct rt_call *c)
             }
         if (s->plan)
             st = rt_plan_before_call(s, c);
+        if (s->recorder)
+            rt_record_begin(s);
         if (!st)
             st = rt_budget_active(s) ? rt_budget_exec(s, c, &call) : exec_unbudgeted(s, c, &call);
     }

@@ -5,9 +5,19 @@
  * for the calls its gradient emitter issued, "loss[/k]" for the loss;
  * cost_cpu is the measured kernel time in microseconds, cost_flops the cost
  * model's, cost_ram the bytes of its outputs (0 for views, which share their
- * input's memory); the first node's param_cost holds the bytes that stay
- * resident all step (weights, inputs, optimizer state). A link joins the producer of each input to its consumer;
- * weights, inputs and constants are not nodes. */
+ * input's memory); workspace_ram the most arena bytes the kernel held beside
+ * its inputs and outputs while it ran (scratch such as oneDNN's or an
+ * im2col buffer, freed when the call returns; omitted when 0); the first
+ * node's param_cost holds the bytes that stay resident all step (weights,
+ * inputs, optimizer state). A link joins the producer of each input to its
+ * consumer; weights, inputs and constants are not nodes.
+ *
+ * workspace_ram is this exporter's addition to Checkmate's layout: a node
+ * needs it only while it runs, so a planner counts it at that node's run
+ * on top of the resident values and the node's outputs (bench/bench.h,
+ * "Memory accounting"); graphs without it (Checkmate's own) read as 0.
+ * Gradient accumulation needs no field: the runtime sums gradients with
+ * ordinary Sum calls, which are nodes like any other. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +29,7 @@ struct rt_node {
     int backward;
     double seconds, flops;
     size_t bytes;
+    size_t workspace;              /* arena bytes beside inputs and outputs while it ran */
     int n_in;
     int *inputs;                   /* producer node of each input, -1 for none */
 };
@@ -28,7 +39,29 @@ struct rt_recorder {
     struct rt_node *nodes;
     int *producer;                 /* per value id: node index, -1 */
     int producer_cap;
+    size_t peak_before;            /* the arena's high-water mark before the running call */
 };
+
+/* The arena's high-water mark restarts at the bytes in use, so that after
+ * the call it tells the most the call held: its outputs and workspace. */
+void rt_record_begin(struct dtrx_session *s)
+{
+    struct rt_recorder *r = s->recorder;
+    r->peak_before = s->arena.peak_bytes;
+    s->arena.peak_bytes = s->arena.in_use_bytes;
+}
+
+/* The workspace of the call that just ran: what the arena held at most
+ * during it beyond what it holds now (inputs, outputs; the call frees
+ * nothing else), and the high-water mark restored. */
+static size_t record_workspace(struct dtrx_session *s)
+{
+    struct rt_recorder *r = s->recorder;
+    size_t peak = s->arena.peak_bytes, ws = peak > s->arena.in_use_bytes ? peak - s->arena.in_use_bytes : 0;
+    if (r->peak_before > peak)
+        s->arena.peak_bytes = r->peak_before;
+    return ws;
+}
 
 /* 1 when name is base or base/<number>. */
 static int is_numbered(const char *name, const char *base)
@@ -121,6 +154,7 @@ void rt_step_names_free(struct dtrx_session *s)
 void rt_record_call(struct dtrx_session *s, const struct rt_call *c, const char *name, double seconds)
 {
     struct rt_recorder *r = s->recorder;
+    size_t workspace = record_workspace(s);
     if (!c->n_out)
         return;   /* optimizer updates are not part of the exported step */
     if (r->n == r->cap) {
@@ -155,6 +189,7 @@ void rt_record_call(struct dtrx_session *s, const struct rt_call *c, const char 
     n->backward = !c->node && c->origin && strcmp(c->origin, "loss");
     n->seconds = seconds;
     n->flops = c->cost_flops;
+    n->workspace = workspace;
     for (int i = 0; i < c->n_in; i++)
         n->inputs[n->n_in++] = c->in[i] >= 0 ? r->producer[c->in[i]] : -1;
     /* Control links, so that every schedule runs the calls of one gradient
@@ -218,6 +253,8 @@ static enum dtrx_status write_graph(const struct rt_recorder *r, const char *mod
         json_string(f, n->name);
         fprintf(f, ", \"backward\": %s, \"cost_cpu\": %.3f, \"cost_flops\": %.0f, \"cost_ram\": %zu",
                 n->backward ? "true" : "false", 1e6 * n->seconds, n->flops, n->bytes);
+        if (n->workspace)
+            fprintf(f, ", \"workspace_ram\": %zu", n->workspace);
         /* Weights, inputs and optimizer state stay resident all step: the
          * first node carries them, as param_cost, so budgets count them. */
         if (i == 0)

@@ -297,6 +297,9 @@ int rt_value_live(const struct dtrx_session *s, const struct rt_value *v);
 /* Step recording for `dtrexec export` (export.c): called for every
  * executed call while s->recorder is set. */
 struct rt_recorder;
+/* Export (runtime/export.c): rt_record_begin before a call runs, so that
+ * rt_record_call can tell the kernel workspace it took from the arena. */
+void rt_record_begin(struct dtrx_session *s);
 void rt_record_call(struct dtrx_session *s, const struct rt_call *c, const char *name, double seconds);
 const char *rt_step_name(struct dtrx_session *s, const struct rt_call *c);
 void rt_step_names_reset(struct dtrx_session *s);
