@@ -456,56 +456,170 @@ struct conv_dnnl_io {
     int is_out;
 };
 
-/* Runs convolution primitive `prim` on plain-layout arguments. Blocked: the
- * primitive runs on the layouts oneDNN prefers, each argument reordered
- * into scratch before (inputs) or after (outputs) the call — an argument
- * whose preferred layout is the plain one is used in place. */
-static int conv_dnnl_exec(const struct op_call *c, const struct nn_geom *g, int has_bias, int prim,
-                          int blocked, int n, const struct conv_dnnl_io *io)
+/* The layouts of one blocked call: per argument its plain descriptor, the
+ * one the primitive wants, whether they are the same, and where its copy
+ * lies in the reorder buffer of `total` bytes. */
+struct conv_dnnl_layout {
+    dnnl_memory_desc_t plain[6], want[6];
+    size_t off[6], total;
+    int same[6];
+};
+
+static int conv_dnnl_layout_get(const struct op_call *c, const struct nn_geom *g, int has_bias, int prim,
+                                int blocked, int n, const struct conv_dnnl_io *io, struct conv_dnnl_layout *l)
+{
+    struct conv_dnnl_key key;
+    conv_dnnl_key_make(g, has_bias, prim, blocked ? CONV_DNNL_BLOCKED : CONV_DNNL_PLAIN, 0, &key);
+    l->total = 0;
+    for (int i = 0; i < n; i++) {
+        conv_dnnl_plain_md(g, has_bias, io[i].arg, &l->plain[i]);
+        l->same[i] = 1;
+        l->off[i] = 0;
+        if (blocked) {
+            if (nn_dnnl_arg_md(c, &key, sizeof key, conv_dnnl_build, io[i].arg, &l->want[i]))
+                return -1;
+            l->same[i] = dnnl_memory_desc_equal(&l->plain[i], &l->want[i]);
+        }
+        if (!l->same[i]) {
+            l->off[i] = l->total;
+            l->total += (dnnl_memory_desc_get_size(&l->want[i]) + 63) / 64 * 64;
+        }
+    }
+    return 0;
+}
+
+/* Runs the primitive on layout l, the reordered copies in buf. */
+static int conv_dnnl_run_layout(const struct op_call *c, const struct nn_geom *g, int has_bias, int prim,
+                                int blocked, int n, const struct conv_dnnl_io *io,
+                                const struct conv_dnnl_layout *l, char *buf)
 {
     struct conv_dnnl_key key, rkey;
     conv_dnnl_key_make(g, has_bias, prim, blocked ? CONV_DNNL_BLOCKED : CONV_DNNL_PLAIN, 0, &key);
-    dnnl_memory_desc_t plain[6], want[6];
     struct nn_dnnl_arg args[6];
-    size_t off[6], total = 0;
-    int same[6];
-    for (int i = 0; i < n; i++) {
-        conv_dnnl_plain_md(g, has_bias, io[i].arg, &plain[i]);
-        same[i] = 1;
-        off[i] = 0;
-        if (blocked) {
-            if (nn_dnnl_arg_md(c, &key, sizeof key, conv_dnnl_build, io[i].arg, &want[i]))
-                return -1;
-            same[i] = dnnl_memory_desc_equal(&plain[i], &want[i]);
-        }
-        if (!same[i]) {
-            off[i] = total;
-            total += (dnnl_memory_desc_get_size(&want[i]) + 63) / 64 * 64;
-        }
-    }
-    char *buf = NULL;
-    if (total && !(buf = nn_scratch_alloc(c, total)))
-        return op_error(c, "cannot get %zu bytes of scratch for oneDNN's blocked layouts", total);
     int rc = 0;
     for (int i = 0; i < n && !rc; i++) {
-        args[i] = (struct nn_dnnl_arg){ io[i].arg, same[i] ? &plain[i] : &want[i],
-                                        same[i] ? io[i].data : buf + off[i] };
-        if (same[i] || io[i].is_out)
+        args[i] = (struct nn_dnnl_arg){ io[i].arg, l->same[i] ? &l->plain[i] : &l->want[i],
+                                        l->same[i] ? io[i].data : buf + l->off[i] };
+        if (l->same[i] || io[i].is_out)
             continue;
         conv_dnnl_key_make(g, has_bias, prim, CONV_DNNL_REORDER_IN, io[i].arg, &rkey);
-        struct nn_dnnl_arg a[2] = { { DNNL_ARG_FROM, &plain[i], io[i].data },
-                                    { DNNL_ARG_TO, &want[i], buf + off[i] } };
+        struct nn_dnnl_arg a[2] = { { DNNL_ARG_FROM, &l->plain[i], io[i].data },
+                                    { DNNL_ARG_TO, &l->want[i], buf + l->off[i] } };
         rc = nn_dnnl_run(c, &rkey, sizeof rkey, conv_dnnl_build, 2, a);
     }
     if (!rc)
         rc = nn_dnnl_run(c, &key, sizeof key, conv_dnnl_build, n, args);
     for (int i = 0; i < n && !rc; i++) {
-        if (same[i] || !io[i].is_out)
+        if (l->same[i] || !io[i].is_out)
             continue;
         conv_dnnl_key_make(g, has_bias, prim, CONV_DNNL_REORDER_OUT, io[i].arg, &rkey);
-        struct nn_dnnl_arg a[2] = { { DNNL_ARG_FROM, &want[i], buf + off[i] },
-                                    { DNNL_ARG_TO, &plain[i], io[i].data } };
+        struct nn_dnnl_arg a[2] = { { DNNL_ARG_FROM, &l->want[i], buf + l->off[i] },
+                                    { DNNL_ARG_TO, &l->plain[i], io[i].data } };
         rc = nn_dnnl_run(c, &rkey, sizeof rkey, conv_dnnl_build, 2, a);
+    }
+    return rc;
+}
+
+/* Images per call of a blocked convolution. Its reorder buffers are about
+ * as large as its source and destination together, which a budget must
+ * hold beside them: ResNet-50's first layer at batch 16 and 128x128 (3
+ * channels in, 8 out) asks for 5.0 MiB of them and made budgets below
+ * 0.35x of the peak infeasible. So the batch runs in equal chunks whose
+ * plain source and destination stay under 1 MiB (at least one image;
+ * nn_conv_chunk_bytes_set). Chunking costs little: that model's
+ * unbudgeted training step takes 100-120 ms with and without it (one
+ * thread, three runs each on a shared machine). The chunks follow from
+ * the shape alone, so a recomputation takes the same path and gives the
+ * same bits; per image the chunks compute what the whole batch would
+ * (forward, backward-data), and the weight gradient adds the chunks'
+ * partial sums in chunk order. */
+static int64_t conv_chunk_bytes = (int64_t)1 << 20;
+
+int64_t nn_conv_chunk_bytes_set(int64_t bytes)
+{
+    int64_t old = conv_chunk_bytes;
+    if (bytes > 0)
+        conv_chunk_bytes = bytes;
+    return old;
+}
+
+static int64_t conv_chunk_images(const struct nn_geom *g)
+{
+    int64_t per = (int64_t)sizeof(float) * (g->c * nn_geom_in_size(g) + g->m * nn_geom_out_size(g));
+    int64_t nb = per > 0 ? conv_chunk_bytes / per : g->n;
+    if (nb < 1)
+        nb = 1;
+    if (nb >= g->n)
+        return g->n;
+    int64_t chunks = (g->n + nb - 1) / nb;
+    return (g->n + chunks - 1) / chunks;
+}
+
+/* Elements per image of a batch-chunked argument; 0 for weights and bias. */
+static int64_t conv_arg_image_elems(const struct nn_geom *g, int arg)
+{
+    switch (arg) {
+    case DNNL_ARG_SRC: case DNNL_ARG_DIFF_SRC: return g->c * nn_geom_in_size(g);
+    case DNNL_ARG_DST: case DNNL_ARG_DIFF_DST: return g->m * nn_geom_out_size(g);
+    default: return 0;
+    }
+}
+
+/* Runs convolution primitive `prim` on plain-layout arguments. Blocked: the
+ * primitive runs on the layouts oneDNN prefers, each argument reordered
+ * into scratch before (inputs) or after (outputs) the call — an argument
+ * whose preferred layout is the plain one is used in place — over the batch
+ * in chunks of conv_chunk_images(). One reorder buffer, sized for the first
+ * (largest) chunk, serves every chunk; the weight gradient's later chunks
+ * write their partial sums after it and add them in. */
+static int conv_dnnl_exec(const struct op_call *c, const struct nn_geom *g, int has_bias, int prim,
+                          int blocked, int n, const struct conv_dnnl_io *io)
+{
+    struct nn_geom gc = *g;
+    gc.n = blocked ? conv_chunk_images(g) : g->n;
+    struct conv_dnnl_layout l;
+    if (conv_dnnl_layout_get(c, &gc, has_bias, prim, blocked, n, io, &l))
+        return -1;
+    size_t w_elems = (size_t)(g->m * (g->c / g->group) * nn_geom_k_size(g));
+    size_t acc_elems = gc.n < g->n && prim == CONV_PRIM_BWD_WEIGHTS ? w_elems + (size_t)(has_bias ? g->m : 0) : 0;
+    size_t bytes = l.total + sizeof(float) * acc_elems;
+    char *buf = NULL;
+    if (bytes && !(buf = nn_scratch_alloc(c, bytes)))
+        return op_error(c, "cannot get %zu bytes of scratch for oneDNN's blocked layouts", bytes);
+    float *acc = buf ? (float *)(buf + l.total) : NULL;
+    size_t first_total = l.total;
+    int rc = 0;
+    for (int64_t i0 = 0; i0 < g->n && !rc; i0 += gc.n) {
+        int64_t nb = gc.n;
+        if (g->n - i0 < nb) {
+            gc.n = g->n - i0;   /* the last chunk, smaller: its buffers fit the first one's */
+            if ((rc = conv_dnnl_layout_get(c, &gc, has_bias, prim, blocked, n, io, &l)))
+                break;
+            if (l.total > first_total) {
+                rc = op_error(c, "oneDNN's layouts for %lld images need more than for %lld", (long long)gc.n,
+                              (long long)nb);
+                break;
+            }
+        }
+        struct conv_dnnl_io part[6];
+        for (int i = 0; i < n; i++) {
+            part[i] = io[i];
+            int64_t per = conv_arg_image_elems(g, io[i].arg);
+            if (per)
+                part[i].data = (float *)io[i].data + i0 * per;
+            else if (i0 && io[i].is_out)   /* weight gradient: a partial sum */
+                part[i].data = acc + (io[i].arg == DNNL_ARG_DIFF_BIAS ? w_elems : 0);
+        }
+        rc = conv_dnnl_run_layout(c, &gc, has_bias, prim, blocked, n, part, &l, buf);
+        for (int i = 0; i < n && !rc && i0; i++) {
+            if (conv_arg_image_elems(g, io[i].arg) || !io[i].is_out)
+                continue;
+            size_t cnt = io[i].arg == DNNL_ARG_DIFF_BIAS ? (size_t)g->m : w_elems;
+            float *dst = io[i].data, *src = part[i].data;
+            for (size_t j = 0; j < cnt; j++)
+                dst[j] += src[j];
+        }
+        gc.n = nb;
     }
     nn_scratch_free(c, buf);
     return rc;

@@ -175,6 +175,12 @@ int nn_conv_forward_dnnl(const struct op_call *c, const struct nn_geom *g,
 int nn_conv_forward_dnnl_blocked(const struct op_call *c, const struct nn_geom *g,
                                  const float *x, const float *w, const float *b, float *y);
 const char *nn_conv_dnnl_impl(const struct nn_geom *g, int has_bias, int blocked);
+/* The blocked paths (forward, backward-data, backward-weights) run the batch
+ * in chunks whose plain source and destination fit in this many bytes, so
+ * that their reorder buffers stay small beside the tensors (see conv.c).
+ * Sets the bound when bytes > 0 and returns the previous one; for tests and
+ * measurements: results depend on it, so never change it while a model runs. */
+int64_t nn_conv_chunk_bytes_set(int64_t bytes);
 
 /* Convolution backward, the adjoints of nn_conv_forward on the same geometry:
  * dx[n, c, in] = sum over (m, k) of w * dy (dx overwritten);

@@ -398,6 +398,89 @@ START_TEST(test_conv_backward_paths)
 }
 END_TEST
 
+/* The blocked paths run the batch in chunks (nn_conv_chunk_bytes_set): on
+ * a first layer (3 channels, 7x7, stride 2) and a 3x3 layer, 5 images cut
+ * into 2 + 2 + 1, every result equals the reference, repeats bit for bit,
+ * and asks for less scratch at once than the whole batch. The forward and
+ * backward-data chunks compute per image what the whole batch does, so
+ * they equal the unchunked results bit for bit. */
+static size_t chunk_scratch_max;
+
+static void *chunk_scratch_alloc(void *ctx, size_t bytes)
+{
+    if (bytes > chunk_scratch_max)
+        chunk_scratch_max = bytes;
+    return testops_scratch_alloc(ctx, bytes);
+}
+
+static const struct conv_case chunk_cases[] = {
+    { 2, 5, 3, 8, 1, { 64, 64 }, { 7, 7 }, { 2, 2 }, { 1, 1 }, { 3, 3 }, { 3, 3 }, 1 },
+    { 2, 5, 16, 16, 1, { 20, 20 }, { 3, 3 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, 1 },
+};
+
+START_TEST(test_conv_chunked)
+{
+    const struct conv_case *cc = &chunk_cases[_i];
+    struct nn_geom g;
+    conv_geom_make(cc, &g);
+    int64_t xs = g.n * g.c * nn_geom_in_size(&g), ws = g.m * (g.c / g.group) * nn_geom_k_size(&g);
+    int64_t ys = g.n * g.m * nn_geom_out_size(&g);
+    float *x = rnd_array(xs), *w = rnd_array(ws), *b = rnd_array(g.m), *dy = rnd_array(ys);
+    double *ry = malloc(sizeof(double) * ys), *rdx = malloc(sizeof(double) * xs);
+    double *rdw = malloc(sizeof(double) * ws), *rdb = malloc(sizeof(double) * g.m);
+    conv_reference(&g, x, w, b, ry);
+    conv_backward_reference(&g, x, w, dy, rdx, rdw, rdb);
+    /* 0: the whole batch at once; 1, 2: chunks of at most 2 images */
+    float *y[3], *dx[3], *dw[3], *db[3];
+    size_t most[3];
+    int64_t per = (int64_t)sizeof(float) * (g.c * nn_geom_in_size(&g) + g.m * nn_geom_out_size(&g));
+    struct op_env env = test_env;
+    env.scratch_alloc = chunk_scratch_alloc;
+    struct op_call c = bare_call();
+    c.env = &env;
+    int64_t saved = nn_conv_chunk_bytes_set(0);
+    for (int r = 0; r < 3; r++) {
+        y[r] = malloc(sizeof(float) * ys);
+        dx[r] = malloc(sizeof(float) * xs);
+        dw[r] = malloc(sizeof(float) * ws);
+        db[r] = malloc(sizeof(float) * g.m);
+        nn_conv_chunk_bytes_set(r ? 2 * per + per / 2 : per * g.n * 4);
+        chunk_scratch_max = 0;
+        testops_scratch_live = 0;
+        ck_assert_msg(!nn_conv_forward_dnnl_blocked(&c, &g, x, w, b, y[r]), "case %d run %d: %s", _i, r, err_buf);
+        ck_assert_msg(!nn_conv_backward_data_dnnl(&c, &g, dy, w, dx[r], 1), "case %d run %d: %s", _i, r, err_buf);
+        ck_assert_msg(!nn_conv_backward_weights_dnnl(&c, &g, x, dy, dw[r], db[r], 1), "case %d run %d: %s", _i, r,
+                      err_buf);
+        ck_assert_msg(testops_scratch_live == 0, "case %d run %d: scratch left allocated", _i, r);
+        most[r] = chunk_scratch_max;
+    }
+    nn_conv_chunk_bytes_set(saved);
+    char what[64];
+    for (int r = 0; r < 3; r++) {
+        snprintf(what, sizeof what, "case %d run %d Y", _i, r);
+        assert_close(y[r], ry, ys, 1e-4, what);
+        snprintf(what, sizeof what, "case %d run %d dX", _i, r);
+        assert_close(dx[r], rdx, xs, 1e-4, what);
+        snprintf(what, sizeof what, "case %d run %d dW", _i, r);
+        assert_close(dw[r], rdw, ws, 1e-4, what);
+        snprintf(what, sizeof what, "case %d run %d dB", _i, r);
+        assert_close(db[r], rdb, g.m, 1e-4, what);
+    }
+    ck_assert_msg(!memcmp(y[1], y[2], sizeof(float) * ys) && !memcmp(dx[1], dx[2], sizeof(float) * xs)
+                  && !memcmp(dw[1], dw[2], sizeof(float) * ws) && !memcmp(db[1], db[2], sizeof(float) * g.m),
+                  "case %d: chunked runs differ", _i);
+    ck_assert_msg(!memcmp(y[0], y[1], sizeof(float) * ys), "case %d: chunked forward differs from the whole batch", _i);
+    ck_assert_msg(!memcmp(dx[0], dx[1], sizeof(float) * xs), "case %d: chunked backward-data differs from the whole batch",
+                  _i);
+    ck_assert_msg(most[1] < most[0], "case %d: chunks asked for %zu bytes of scratch at once, the whole batch %zu", _i,
+                  most[1], most[0]);
+    for (int r = 0; r < 3; r++) {
+        free(y[r]); free(dx[r]); free(dw[r]); free(db[r]);
+    }
+    free(x); free(w); free(b); free(dy); free(ry); free(rdx); free(rdw); free(rdb);
+}
+END_TEST
+
 /* Pooling: our loops and oneDNN agree wherever oneDNN is used, on geometries
  * with ceil_mode, dilations, asymmetric pads, 1-D and 3-D. */
 struct pool_case {
@@ -753,6 +836,7 @@ int main(void)
     tcase_add_test(tc, test_address_independence);
     tcase_add_test(tc, test_conv_bad_attrs);
     tcase_add_test(tc, test_registry_versions);
+    tcase_add_loop_test(tc, test_conv_chunked, 0, (int)(sizeof chunk_cases / sizeof chunk_cases[0]));
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
