@@ -164,8 +164,11 @@ int sweep_write_svg(const char *path, const struct sweep_row *rows, size_t n, ch
  * memory in use is the parameters of every node (param_cost, resident for
  * the whole step) + the output bytes of every resident value + v's own
  * output bytes + v's workspace (workspace_ram: kernel scratch it needs
- * only while it runs; 0 when the graph has none, as Checkmate's); v's
- * inputs are still resident then. A free returns a value's bytes at once. The peak is the largest such sum over the run
+ * only while it runs; 0 when the graph has none, as Checkmate's) + the
+ * kept bytes (kept_ram: outputs the runtime holds to the end, such as
+ * final gradients) of every node run so far; v's inputs are still
+ * resident then. A free returns a value's bytes (not its kept bytes) at
+ * once. The peak is the largest such sum over the run
  * steps. A schedule that runs every node once, in the graph's topological
  * order, and frees each value after its last reader ("checkpoint-all")
  * has exactly the peak of the simulator's unbudgeted replay
@@ -185,6 +188,7 @@ struct plan_graph {
     double *cost;            /* cost_cpu / duration */
     uint64_t *bytes;         /* cost_ram / out_cost */
     uint64_t *workspace;     /* workspace_ram (dtrexec export), 0 when absent */
+    uint64_t *kept;          /* kept_ram (dtrexec export): from the first run to the end, 0 when absent */
     uint8_t *backward;       /* 1: a backward node ("backward": true) */
     uint8_t *sink;           /* 1: no successor; a graph output, resident at the end */
     uint64_t param_bytes;    /* sum of param_cost, resident throughout */

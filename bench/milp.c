@@ -80,6 +80,13 @@ static int milp_paper_form(void)
     return e && !strcmp(e, "paper");
 }
 
+/* Kept bytes (units) resident while stage t computes k: every node's
+ * before t, and t's own from its computation (k = t) on. */
+static double kept_units(const double *M, uint32_t T, uint32_t t, uint32_t k)
+{
+    return k == t ? M[2 * T + t] : t ? M[2 * T + t - 1] : 0;
+}
+
 /* Writes the model; budget_units: U's bound. Returns 0 or -1. */
 static int write_lp(const char *path, const struct plan_graph *g, const double *M, double budget_units, int relax)
 {
@@ -162,13 +169,14 @@ static int write_lp(const char *path, const struct plan_graph *g, const double *
         /* a node's workspace (M[T + k]) counts while it runs */
         for (uint32_t k = 0; k <= t; k++)
             if (M[T + k] > 0)
-                fprintf(f, " w%u_%u: U%u_%u + %.17g R%u_%u <= %.17g\n", t, k, t, k, M[T + k], t, k, budget_units);
+                fprintf(f, " w%u_%u: U%u_%u + %.17g R%u_%u <= %.17g\n", t, k, t, k, M[T + k], t, k,
+                        budget_units - kept_units(M, T, t, k));
     }
     fprintf(f, "Bounds\n");
     for (uint32_t t = 0; t < T; t++) {
         fprintf(f, " R%u_%u = 1\n", t, t);
         for (uint32_t k = 0; k <= t; k++)
-            fprintf(f, " 0 <= U%u_%u <= %.17g\n", t, k, budget_units);
+            fprintf(f, " 0 <= U%u_%u <= %.17g\n", t, k, budget_units - kept_units(M, T, t, k));
         for (uint32_t i = 0; i < t; i++)
             if (g->sink[i]) {
                 fprintf(f, " S%u_%u = 1\n", t, i);
@@ -408,8 +416,9 @@ static int start_values(FILE *f, const struct plan_graph *g, const double *M, co
                 u += M[k] * Rt[k];
             if (f)
                 fprintf(f, "U%u_%u %.17g\n", t, k, u);
-            if (u + M[T + k] * Rt[k] > *max_u)
-                *max_u = u + M[T + k] * Rt[k];
+            double running = u + M[T + k] * Rt[k] + kept_units(M, T, t, k);
+            if (running > *max_u)
+                *max_u = running;
             for (uint32_t q = g->pred_at[k]; q <= g->pred_at[k + 1]; q++) {
                 uint32_t i = q < g->pred_at[k + 1] ? g->preds[q] : k;
                 int h = 1 - Rt[k] + (t + 1 < T ? Sn[i] : g->sink[i]);
@@ -669,8 +678,10 @@ enum plan_status plan_checkmate(const struct plan_graph *g, uint64_t budget_byte
         unit = 1;
     if (maxb / unit > 1000000)
         unit = (maxb + 999999) / 1000000;
-    /* M[i]: node i's output; M[T + i]: its workspace while it runs */
-    double *M = malloc((2 * (size_t)T + 1) * sizeof *M);
+    /* M[i]: node i's output; M[T + i]: its workspace while it runs;
+     * M[2T + i]: the kept bytes (kept_ram) of nodes 0..i, resident from
+     * their first computation (stage i) to the end */
+    double *M = malloc((3 * (size_t)T + 1) * sizeof *M);
     uint8_t *S = malloc((size_t)T * T + 1);
     if (!M || !S) {
         free(M);
@@ -681,6 +692,7 @@ enum plan_status plan_checkmate(const struct plan_graph *g, uint64_t budget_byte
     for (uint32_t i = 0; i < T; i++) {
         M[i] = (double)((g->bytes[i] + unit - 1) / unit);
         M[T + i] = (double)((g->workspace[i] + unit - 1) / unit);
+        M[2 * T + i] = (i ? M[2 * T + i - 1] : 0) + (double)((g->kept[i] + unit - 1) / unit);
     }
     double budget_units = floor((double)(budget_bytes - g->param_bytes) / (double)unit);
     enum plan_status rc = PLAN_ERROR;

@@ -142,6 +142,7 @@ void plan_graph_free(struct plan_graph *g)
     free(g->cost);
     free(g->bytes);
     free(g->workspace);
+    free(g->kept);
     free(g->backward);
     free(g->sink);
     free(g->pred_at);
@@ -170,7 +171,7 @@ double plan_graph_compute(const struct plan_graph *g)
 
 uint64_t plan_graph_min_peak(const struct plan_graph *g)
 {
-    uint64_t best = 0, sinks = 0;
+    uint64_t best = 0, sinks = 0, kept = 0;
     for (uint32_t v = 0; v < g->n; v++) {
         uint64_t m = g->bytes[v] + g->workspace[v];
         for (uint32_t q = g->pred_at[v]; q < g->pred_at[v + 1]; q++)
@@ -179,7 +180,9 @@ uint64_t plan_graph_min_peak(const struct plan_graph *g)
             best = m;
         if (g->sink[v])
             sinks += g->bytes[v];
+        kept += g->kept[v];
     }
+    sinks += kept;
     return g->param_bytes + (best > sinks ? best : sinks);
 }
 
@@ -247,7 +250,7 @@ int plan_graph_load(const char *path, struct plan_graph *g, char *err, size_t er
     }
     /* file-position arrays first; renumbered into topological order below */
     double *fcost = calloc(n, sizeof *fcost);
-    uint64_t *fbytes = calloc(n, sizeof *fbytes), *fws = calloc(n, sizeof *fws);
+    uint64_t *fbytes = calloc(n, sizeof *fbytes), *fws = calloc(n, sizeof *fws), *fkept = calloc(n, sizeof *fkept);
     uint8_t *fback = calloc(n, 1);
     char **fnames = calloc(n, sizeof *fnames);
     by_id = malloc(n * sizeof *by_id);
@@ -257,9 +260,10 @@ int plan_graph_load(const char *path, struct plan_graph *g, char *err, size_t er
     g->cost = fcost;
     g->bytes = fbytes;
     g->workspace = fws;
+    g->kept = fkept;
     g->backward = fback;
     g->names = fnames;
-    if (!fcost || !fbytes || !fws || !fback || !fnames || !by_id || !src || !dst) {
+    if (!fcost || !fbytes || !fws || !fkept || !fback || !fnames || !by_id || !src || !dst) {
         snprintf(err, err_size, "%s: out of memory", path);
         goto out;
     }
@@ -279,17 +283,19 @@ int plan_graph_load(const char *path, struct plan_graph *g, char *err, size_t er
                      k_bytes);
             goto out;
         }
-        /* dtrexec export's kernel workspace (runtime/export.c) */
-        double ws = 0;
-        const struct json_value *jw = json_get(o, "workspace_ram");
-        if (jw && (json_as_double(jw, &ws) || !(ws >= 0) || ws > 1.8e19)) {
-            snprintf(err, err_size, "%s: node %lld: \"workspace_ram\" must be a non-negative number", path,
-                     (long long)id);
+        /* dtrexec export's kernel workspace and kept bytes (runtime/export.c) */
+        double ws = 0, kept = 0;
+        const struct json_value *jw = json_get(o, "workspace_ram"), *jk = json_get(o, "kept_ram");
+        if ((jw && (json_as_double(jw, &ws) || !(ws >= 0) || ws > 1.8e19)) ||
+            (jk && (json_as_double(jk, &kept) || !(kept >= 0) || kept > 1.8e19))) {
+            snprintf(err, err_size, "%s: node %lld: \"workspace_ram\" and \"kept_ram\" must be non-negative numbers",
+                     path, (long long)id);
             goto out;
         }
         fcost[i] = cost;
         fbytes[i] = (uint64_t)llround(bytes);
         fws[i] = (uint64_t)llround(ws);
+        fkept[i] = (uint64_t)llround(kept);
         g->param_bytes += (uint64_t)llround(param);
         const struct json_value *jb = json_get(o, "backward");
         fback[i] = jb && jb->type == JSON_TRUE;
@@ -408,13 +414,14 @@ int plan_graph_load(const char *path, struct plan_graph *g, char *err, size_t er
     /* renumber: node k is order[k] */
     {
         double *cost = malloc(n * sizeof *cost);
-        uint64_t *bytes = malloc(n * sizeof *bytes), *ws = malloc(n * sizeof *ws);
+        uint64_t *bytes = malloc(n * sizeof *bytes), *ws = malloc(n * sizeof *ws), *kept = malloc(n * sizeof *kept);
         uint8_t *back = malloc(n);
         char **names = malloc(n * sizeof *names);
-        if (!cost || !bytes || !ws || !back || !names) {
+        if (!cost || !bytes || !ws || !kept || !back || !names) {
             free(cost);
             free(bytes);
             free(ws);
+            free(kept);
             free(back);
             free(names);
             snprintf(err, err_size, "%s: out of memory", path);
@@ -424,17 +431,20 @@ int plan_graph_load(const char *path, struct plan_graph *g, char *err, size_t er
             cost[k] = fcost[order[k]];
             bytes[k] = fbytes[order[k]];
             ws[k] = fws[order[k]];
+            kept[k] = fkept[order[k]];
             back[k] = fback[order[k]];
             names[k] = fnames[order[k]];
         }
         free(fcost);
         free(fbytes);
         free(fws);
+        free(fkept);
         free(fback);
         free(fnames);
         g->cost = cost;
         g->bytes = bytes;
         g->workspace = ws;
+        g->kept = kept;
         g->backward = back;
         g->names = names;
     }

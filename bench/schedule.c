@@ -490,7 +490,7 @@ int schedule_simulate(const struct plan_graph *g, const struct schedule *s, uint
                      g->names[v]);
             goto out;
         }
-        used += g->bytes[v];
+        used += g->bytes[v] + (ever[v] ? 0 : g->kept[v]);
         /* the node's workspace only while it runs */
         uint64_t running = used + g->workspace[v];
         if (running > r->peak_bytes) {

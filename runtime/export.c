@@ -9,13 +9,21 @@
  * its inputs and outputs while it ran (scratch such as oneDNN's or an
  * im2col buffer, freed when the call returns; omitted when 0); the first
  * node's param_cost holds the bytes that stay resident all step (weights,
- * inputs, optimizer state). A link joins the producer of each input to its
+ * inputs, optimizer state, and the constants the step makes: shapes and
+ * scales of gradient emitters, the loss's seed). A link joins the producer of each input to its
  * consumer; weights, inputs and constants are not nodes.
  *
- * workspace_ram is this exporter's addition to Checkmate's layout: a node
- * needs it only while it runs, so a planner counts it at that node's run
- * on top of the resident values and the node's outputs (bench/bench.h,
- * "Memory accounting"); graphs without it (Checkmate's own) read as 0.
+ * kept_ram the bytes of its outputs that the runtime holds to the end of
+ * the step whatever a schedule frees (final parameter gradients, pinned
+ * until the optimizer; the graph's outputs), not in cost_ram (omitted when
+ * 0).
+ *
+ * workspace_ram and kept_ram are this exporter's additions to Checkmate's
+ * layout: a node needs its workspace only while it runs, so a planner
+ * counts it at that node's run on top of the resident values and the
+ * node's outputs, and its kept bytes from its first run to the end
+ * (bench/bench.h, "Memory accounting"); graphs without them (Checkmate's
+ * own) read as 0.
  * Gradient accumulation needs no field: the runtime sums gradients with
  * ordinary Sum calls, which are nodes like any other. */
 #include <stdio.h>
@@ -30,6 +38,9 @@ struct rt_node {
     double seconds, flops;
     size_t bytes;
     size_t workspace;              /* arena bytes beside inputs and outputs while it ran */
+    size_t kept;                   /* of bytes: outputs still live when the step ends */
+    int n_out;
+    int *outs;                     /* value ids of its outputs that own memory */
     int n_in;
     int *inputs;                   /* producer node of each input, -1 for none */
 };
@@ -38,7 +49,9 @@ struct rt_recorder {
     int n, cap;
     struct rt_node *nodes;
     int *producer;                 /* per value id: node index, -1 */
+    uint8_t *constant_seen;        /* per value id: a step constant already counted */
     int producer_cap;
+    size_t step_constants;         /* bytes of the constants the step made (shapes, seeds, targets) */
     size_t peak_before;            /* the arena's high-water mark before the running call */
 };
 
@@ -170,9 +183,15 @@ void rt_record_call(struct dtrx_session *s, const struct rt_call *c, const char 
         int *grown = realloc(r->producer, sizeof *grown * (size_t)cap);
         if (!grown)
             return;
-        for (int i = r->producer_cap; i < cap; i++)
-            grown[i] = -1;
         r->producer = grown;
+        uint8_t *seen = realloc(r->constant_seen, (size_t)cap);
+        if (!seen)
+            return;
+        r->constant_seen = seen;
+        for (int i = r->producer_cap; i < cap; i++) {
+            grown[i] = -1;
+            seen[i] = 0;
+        }
         r->producer_cap = cap;
     }
     if (!name)
@@ -190,8 +209,18 @@ void rt_record_call(struct dtrx_session *s, const struct rt_call *c, const char 
     n->seconds = seconds;
     n->flops = c->cost_flops;
     n->workspace = workspace;
-    for (int i = 0; i < c->n_in; i++)
+    for (int i = 0; i < c->n_in; i++) {
         n->inputs[n->n_in++] = c->in[i] >= 0 ? r->producer[c->in[i]] : -1;
+        /* A constant made during the step (a gradient emitter's shape or
+         * scale, the loss's seed) is no node: its bytes are counted as
+         * resident all step, with the parameters (an upper bound; they are
+         * small). */
+        const struct rt_value *v = c->in[i] >= 0 ? s->values[c->in[i]] : NULL;
+        if (v && r->producer[c->in[i]] < 0 && v->kind == RT_VALUE_INTERMEDIATE && !r->constant_seen[c->in[i]]) {
+            r->constant_seen[c->in[i]] = 1;
+            r->step_constants += arena_rounded(tensor_size_bytes(&v->t));
+        }
+    }
     /* Control links, so that every schedule runs the calls of one gradient
      * in the order the emitter issues them: the loss's gradient after the
      * loss (it starts from the seed 1, not from the loss's output), and each
@@ -215,10 +244,18 @@ void rt_record_call(struct dtrx_session *s, const struct rt_call *c, const char 
             break;
         }
     }
+    n->outs = malloc(sizeof(int) * (size_t)(c->n_out + 1));
+    if (!n->outs) {
+        free(n->name);
+        free(n->inputs);
+        return;
+    }
     for (int i = 0; i < c->n_out; i++)
         if (c->out[i] >= 0) {
-            if (!(c->def->alias && i == 0))
+            if (!(c->def->alias && i == 0)) {
                 n->bytes += arena_rounded(tensor_size_bytes(&s->values[c->out[i]]->t));
+                n->outs[n->n_out++] = c->out[i];
+            }
             r->producer[c->out[i]] = r->n;
         }
     r->n++;
@@ -252,7 +289,9 @@ static enum dtrx_status write_graph(const struct rt_recorder *r, const char *mod
         fprintf(f, "  {\"id\": %d, \"name\": ", i);
         json_string(f, n->name);
         fprintf(f, ", \"backward\": %s, \"cost_cpu\": %.3f, \"cost_flops\": %.0f, \"cost_ram\": %zu",
-                n->backward ? "true" : "false", 1e6 * n->seconds, n->flops, n->bytes);
+                n->backward ? "true" : "false", 1e6 * n->seconds, n->flops, n->bytes - n->kept);
+        if (n->kept)
+            fprintf(f, ", \"kept_ram\": %zu", n->kept);
         if (n->workspace)
             fprintf(f, ", \"workspace_ram\": %zu", n->workspace);
         /* Weights, inputs and optimizer state stay resident all step: the
@@ -287,9 +326,11 @@ static void recorder_free(struct rt_recorder *r)
     for (int i = 0; i < r->n; i++) {
         free(r->nodes[i].name);
         free(r->nodes[i].inputs);
+        free(r->nodes[i].outs);
     }
     free(r->nodes);
     free(r->producer);
+    free(r->constant_seen);
 }
 
 enum dtrx_status dtrx_session_export_graph(struct dtrx_session *s, const char *path)
@@ -304,8 +345,18 @@ enum dtrx_status dtrx_session_export_graph(struct dtrx_session *s, const char *p
     s->recorder = NULL;
     if (!st && !r.n)
         st = rt_fail(DTRX_ERR_INPUT, "the training step ran no operator");
+    /* What the runtime still holds when the backward pass ends (final
+     * gradients, pinned until the optimizer; the graph's outputs) stays
+     * from its call to the end, whatever the schedule frees. */
+    for (int i = 0; !st && i < r.n; i++)
+        for (int k = 0; k < r.nodes[i].n_out; k++) {
+            const struct rt_value *v = s->values[r.nodes[i].outs[k]];
+            if (rt_value_live(s, v))
+                r.nodes[i].kept += arena_rounded(tensor_size_bytes(&v->t));
+        }
     if (!st)
-        st = write_graph(&r, s->model->path ? s->model->path : "model", s->stats.pinned_bytes, path);
+        st = write_graph(&r, s->model->path ? s->model->path : "model", s->stats.pinned_bytes + r.step_constants,
+                         path);
     recorder_free(&r);
     return st;
 }

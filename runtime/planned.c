@@ -5,7 +5,12 @@
  * come before its run are applied (the named nodes' outputs are evicted),
  * and recomputations happen when the next call needs an evicted value —
  * which is where the schedule puts them. A call that is not the schedule's
- * next run is an error naming the schedule step. */
+ * next run is an error naming the schedule step. A freed value that is
+ * resident again before its next run in the schedule (it could not go at
+ * its free: a running call held it or a view still shared its storage; or
+ * DTR recomputed it beside a sibling output another call needed) is evicted
+ * again before the next call, so that it does not stay resident beyond the
+ * schedule's accounting. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +22,8 @@ struct rt_plan {
     char **node;
     int cursor;
     long long plan_evictions;
+    int *pending;                  /* values freed by the schedule, not run again since */
+    int n_pending, cap_pending;
 };
 
 void rt_plan_free(struct dtrx_session *s)
@@ -28,6 +35,7 @@ void rt_plan_free(struct dtrx_session *s)
         free(p->node[i]);
     free(p->node);
     free(p->kind);
+    free(p->pending);
     free(p);
     s->plan = NULL;
 }
@@ -75,9 +83,57 @@ static int storage_still_held(struct dtrx_session *s, dtr_storage st)
     return 0;
 }
 
+/* Evicts value id's storage when it is resident, evictable and backs
+ * nothing the schedule still keeps. Returns 1 when it is gone (evicted now
+ * or not resident), 0 when it stays. */
+static int evict_freed(struct dtrx_session *s, int id)
+{
+    const struct rt_value *v = s->values[id];
+    if (v->dt == DTR_NONE || !dtr_tensor_is_resident(s->budget.dtr, v->dt))
+        return 1;
+    dtr_storage st = dtr_tensor_storage(s->budget.dtr, v->dt);
+    if (!dtr_storage_is_evictable(s->budget.dtr, st) || storage_still_held(s, st) ||
+        dtr_storage_evict(s->budget.dtr, st))
+        return 0;
+    s->plan->plan_evictions++;
+    return 1;
+}
+
+static void add_pending(struct rt_plan *p, int id)
+{
+    for (int i = 0; i < p->n_pending; i++)
+        if (p->pending[i] == id)
+            return;
+    if (p->n_pending == p->cap_pending) {
+        int cap = p->cap_pending ? 2 * p->cap_pending : 64;
+        int *grown = realloc(p->pending, sizeof *grown * (size_t)cap);
+        if (!grown)
+            return;   /* it stays resident: DTR evicts it when memory runs out */
+        p->pending = grown;
+        p->cap_pending = cap;
+    }
+    p->pending[p->n_pending++] = id;
+}
+
+/* The freed values that are resident: those that could not go at their
+ * free, and those DTR has recomputed since. */
+static void retry_pending(struct dtrx_session *s)
+{
+    struct rt_plan *p = s->plan;
+    int kept = 0;
+    for (int i = 0; i < p->n_pending; i++) {
+        int id = p->pending[i];
+        if (s->values[id]->plan_freed) {
+            evict_freed(s, id);
+            p->pending[kept++] = id;
+        }
+    }
+    p->n_pending = kept;
+}
+
 /* Frees the outputs of the step's call named `node`: evicts their storage
  * when resident, evictable (a value a running call holds stays) and backing
- * nothing the schedule still keeps. */
+ * nothing the schedule still keeps; what stays is tried again later. */
 static void free_node(struct dtrx_session *s, const char *node)
 {
     struct rt_step_names *sn = &s->step_names;
@@ -88,16 +144,28 @@ static void free_node(struct dtrx_session *s, const char *node)
         for (int k = 0; k < c->n_out; k++)
             if (c->out[k] >= 0)
                 s->values[c->out[k]]->plan_freed = 1;
-        for (int k = 0; k < c->n_out; k++) {
-            if (c->out[k] < 0 || s->values[c->out[k]]->dt == DTR_NONE)
-                continue;
-            dtr_storage st = dtr_tensor_storage(s->budget.dtr, s->values[c->out[k]]->dt);
-            if (dtr_storage_is_evictable(s->budget.dtr, st) && !storage_still_held(s, st) &&
-                !dtr_storage_evict(s->budget.dtr, st))
-                s->plan->plan_evictions++;
-        }
+        for (int k = 0; k < c->n_out; k++)
+            if (c->out[k] >= 0) {
+                evict_freed(s, c->out[k]);
+                add_pending(s->plan, c->out[k]);
+            }
         return;
     }
+}
+
+/* A recomputation step: the schedule keeps the node's outputs again from
+ * here to their next free (DTR recomputes them when a call reads them). */
+static void unfree_node(struct dtrx_session *s, const char *node)
+{
+    struct rt_step_names *sn = &s->step_names;
+    for (int i = sn->n - 1; i >= 0; i--)
+        if (!strcmp(sn->names[i], node)) {
+            const struct rt_call *c = sn->calls[i];
+            for (int k = 0; k < c->n_out; k++)
+                if (c->out[k] >= 0)
+                    s->values[c->out[k]]->plan_freed = 0;
+            return;
+        }
 }
 
 enum dtrx_status rt_plan_before_call(struct dtrx_session *s, const struct rt_call *c)
@@ -113,13 +181,16 @@ enum dtrx_status rt_plan_before_call(struct dtrx_session *s, const struct rt_cal
             free_node(s, p->node[p->cursor]);
             continue;
         }
-        if (p->kind[p->cursor] == DTRX_PLAN_RECOMPUTE)
+        if (p->kind[p->cursor] == DTRX_PLAN_RECOMPUTE) {
+            unfree_node(s, p->node[p->cursor]);
             continue;   /* DTR recomputes it when the next call needs it */
+        }
         if (strcmp(p->node[p->cursor], name))
             return rt_fail(DTRX_ERR_INPUT,
                            "schedule step %d runs '%s', but the training step's next call is '%s' "
                            "(was the schedule made for this model's exported graph?)",
                            p->cursor, p->node[p->cursor], name);
+        retry_pending(s);
         p->cursor++;
         return DTRX_OK;
     }
@@ -147,6 +218,7 @@ void rt_plan_step_begin(struct dtrx_session *s)
     if (!s->plan)
         return;
     s->plan->cursor = 0;
+    s->plan->n_pending = 0;
     rt_step_names_reset(s);
     for (int i = 0; i < s->n_values; i++)
         s->values[i]->plan_freed = 0;
