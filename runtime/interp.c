@@ -92,6 +92,16 @@ enum dtrx_status rt_value_alloc(struct dtrx_session *s, struct rt_value *v)
     return DTRX_OK;
 }
 
+size_t rt_value_bytes(const struct dtrx_session *s, const struct rt_value *v)
+{
+    size_t bytes = 0;
+    for (int i = 0; i < v->n_elems; i++)
+        bytes += rt_value_bytes(s, s->values[v->elems[i]]);
+    if (!v->container && v->t.data)
+        bytes += arena_rounded(tensor_size_bytes(&v->t));
+    return bytes;
+}
+
 void rt_value_release(struct dtrx_session *s, struct rt_value *v)
 {
     if (v->container) {

@@ -350,6 +350,9 @@ enum dtrx_status rt_value_alloc(struct dtrx_session *s, struct rt_value *v);
  * block, never evicted, registered with every DTR instance. -1 on failure. */
 int rt_persistent_new(struct dtrx_session *s, const struct tensor *t, const char *name);
 void rt_value_release(struct dtrx_session *s, struct rt_value *v);
+/* Arena bytes a resident value holds (a sequence's or optional's: its
+ * elements'); what setting an input adds to or takes from the pinned bytes. */
+size_t rt_value_bytes(const struct dtrx_session *s, const struct rt_value *v);
 /* Releases a value and frees the value itself. */
 void rt_value_destroy(struct dtrx_session *s, struct rt_value *v);
 

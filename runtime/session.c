@@ -227,6 +227,7 @@ enum dtrx_status dtrx_session_set_input(struct dtrx_session *s, int index, const
                                (long long)t->dims[i], (long long)d->dims[i]);
     }
     struct rt_value *v = s->values[s->input_values[index]];
+    size_t old_bytes = rt_value_bytes(s, v);
     rt_value_release(s, v);
     v->t.dtype = t->dtype;
     v->t.rank = t->rank;
@@ -237,7 +238,9 @@ enum dtrx_status dtrx_session_set_input(struct dtrx_session *s, int index, const
     if ((st = rt_to_device(s, v->t.data, t->data, tensor_size_bytes(&v->t))))
         return st;
     s->input_set[index] = 1;
-    s->stats.pinned_bytes = s->arena.in_use_bytes;
+    /* Inputs are pinned; the arena may also hold the previous step's values
+     * still to be freed, so the count follows the input, not the arena. */
+    s->stats.pinned_bytes += rt_value_bytes(s, v) - old_bytes;
     return DTRX_OK;
 }
 

@@ -83,13 +83,14 @@ enum dtrx_status dtrx_session_set_input_value(struct dtrx_session *s, int index,
      * must sit below base_values, which lasts across runs. */
     rt_emitted_free(s);
     struct rt_value *in = s->values[s->input_values[index]];
+    size_t old_bytes = rt_value_bytes(s, in);
     input_clear(s, in);
     enum dtrx_status st = value_fill(s, s->input_values[index], v, d->name);
     s->train.base_values = s->n_values;
     if (st)
         return st;
     s->input_set[index] = 1;
-    s->stats.pinned_bytes = s->arena.in_use_bytes;
+    s->stats.pinned_bytes += rt_value_bytes(s, s->values[s->input_values[index]]) - old_bytes;
     return DTRX_OK;
 }
 

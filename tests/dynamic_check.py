@@ -252,6 +252,11 @@ def check_budget(dtrexec, name, tmp):
                 fail(f"{name} {h} {r}x: peak {st['peak_bytes']} above the budget {budget}")
             if st["loss"] != base["loss"]:
                 fail(f"{name} {h} {r}x: losses {st['loss']} differ from the unbudgeted {base['loss']}")
+            # Pinned = weights, inputs and optimizer state: the same with or
+            # without a budget, whatever else the arena held when inputs changed.
+            if st["pinned_bytes"] != base["pinned_bytes"]:
+                fail(f"{name} {h} {r}x: {st['pinned_bytes']} bytes pinned, the unbudgeted run "
+                     f"{base['pinned_bytes']}")
             for k in base_w:
                 if base_w[k].tobytes() != w[k].tobytes():
                     fail(f"{name} {h} {r}x: weight {k} differs from the unbudgeted run's")
