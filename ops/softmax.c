@@ -165,7 +165,7 @@ static int softmax_cpu(struct op_call *c)
     const struct softmax_params *p = c->params;
     const struct tensor *x = c->in[0];
     struct tensor *y = c->out[0];
-    int64_t outer, len, inner;
+    int64_t outer = 1, len = 1, inner = 1;   /* set by softmax_geometry; GCC cannot tell */
     if (softmax_geometry(c, &outer, &len, &inner))
         return -1;
     if (tensor_numel(x) == 0)
@@ -272,7 +272,7 @@ static int softmax_grad_cpu(struct op_call *c)
     const struct softmax_params *p = c->params;
     const struct tensor *dy = c->in[0], *y = c->in[1];
     struct tensor *dx = c->out[0];
-    int64_t outer, len, inner;
+    int64_t outer = 1, len = 1, inner = 1;   /* set by softmax_geometry; GCC cannot tell */
     if (softmax_geometry(c, &outer, &len, &inner))
         return -1;
     if (tensor_numel(dy) == 0)
