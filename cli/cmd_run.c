@@ -625,6 +625,10 @@ int cmd_run(int argc, char **argv)
         free_run_args(&a);
         return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
     }
+    /* A run that fails writes no statistics: an earlier run's file must not
+     * pass for this one's. */
+    if (a.stats_path)
+        remove(a.stats_path);
     struct dtrx_options opts;
     dtrx_options_init(&opts);
     opts.threads = a.threads;

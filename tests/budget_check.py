@@ -199,7 +199,13 @@ def infeasible(dtrexec, tmp):
     for budget, words in [("20000", ["infeasible", "never evicted", "pinned"]),
                           (str(floor // 2), ["infeasible", "never evicted", "pinned"]),
                           (str(floor + 100000), ["infeasible", "node", "needs", "pinned"])]:
-        res = run(dtrexec, [path, "--train", "--optimizer", "momentum", "--budget", budget, "--quiet"], 2)
+        stale = os.path.join(tmp, "stale.json")   # as if an earlier run had written it
+        with open(stale, "w") as f:
+            json.dump(base, f)
+        res = run(dtrexec, [path, "--train", "--optimizer", "momentum", "--budget", budget, "--quiet",
+                            "--stats", stale], 2)
+        if os.path.exists(stale):
+            raise SystemExit(f"FAIL: budget {budget}: the failed run left a statistics file behind")
         for w in words:
             if w not in res.stderr:
                 raise SystemExit(f"FAIL: budget {budget}: message lacks '{w}': {res.stderr}")
