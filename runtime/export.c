@@ -345,15 +345,25 @@ enum dtrx_status dtrx_session_export_graph(struct dtrx_session *s, const char *p
     s->recorder = NULL;
     if (!st && !r.n)
         st = rt_fail(DTRX_ERR_INPUT, "the training step ran no operator");
-    /* What the runtime still holds when the backward pass ends (final
-     * gradients, pinned until the optimizer; the graph's outputs) stays
-     * from its call to the end, whatever the schedule frees. */
-    for (int i = 0; !st && i < r.n; i++)
+    /* What the runtime pins until the step ends (the parameters' final
+     * gradients, for the optimizer; the graph's outputs and the loss)
+     * stays from its call to the end, whatever the schedule frees. */
+    uint8_t *pinned = st ? NULL : calloc((size_t)s->n_values + 1, 1);
+    if (!st && !pinned)
+        st = rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+    for (int p = 0; pinned && p < s->train.n_params; p++) {
+        int gid = s->values[s->train.params[p]]->grad;
+        if (gid >= 0 && gid < s->n_values)
+            pinned[gid] = 1;
+    }
+    for (int i = 0; pinned && i < r.n; i++)
         for (int k = 0; k < r.nodes[i].n_out; k++) {
-            const struct rt_value *v = s->values[r.nodes[i].outs[k]];
-            if (rt_value_live(s, v))
+            int id = r.nodes[i].outs[k];
+            const struct rt_value *v = s->values[id];
+            if ((pinned[id] || v->is_output || id == s->train.loss) && rt_value_live(s, v))
                 r.nodes[i].kept += arena_rounded(tensor_size_bytes(&v->t));
         }
+    free(pinned);
     if (!st)
         st = write_graph(&r, s->model->path ? s->model->path : "model", s->stats.pinned_bytes + r.step_constants,
                          path);
