@@ -131,6 +131,22 @@ static void retry_pending(struct dtrx_session *s)
     p->n_pending = kept;
 }
 
+/* 1 for a value the runtime keeps to the end of the step whatever the
+ * schedule frees: a parameter's gradient (pinned for the optimizer once
+ * final), a graph output, the loss. The exported graph counts these as
+ * its nodes' kept_ram, which frees do not return (runtime/export.c);
+ * evicting one before it is pinned would only make DTR recompute it. */
+static int runtime_keeps(const struct dtrx_session *s, int id)
+{
+    const struct rt_value *v = s->values[id];
+    if (v->is_output || id == s->train.loss)
+        return 1;
+    for (int p = 0; p < s->train.n_params; p++)
+        if (s->values[s->train.params[p]]->grad == id)
+            return 1;
+    return 0;
+}
+
 /* Frees the outputs of the step's call named `node`: evicts their storage
  * when resident, evictable (a value a running call holds stays) and backing
  * nothing the schedule still keeps; what stays is tried again later. */
@@ -142,10 +158,10 @@ static void free_node(struct dtrx_session *s, const char *node)
             continue;
         const struct rt_call *c = sn->calls[i];
         for (int k = 0; k < c->n_out; k++)
-            if (c->out[k] >= 0)
+            if (c->out[k] >= 0 && !runtime_keeps(s, c->out[k]))
                 s->values[c->out[k]]->plan_freed = 1;
         for (int k = 0; k < c->n_out; k++)
-            if (c->out[k] >= 0) {
+            if (c->out[k] >= 0 && s->values[c->out[k]]->plan_freed) {
                 evict_freed(s, c->out[k]);
                 add_pending(s->plan, c->out[k]);
             }
