@@ -8,15 +8,34 @@
 
 #include "runtime/arena.h"
 
+/* The fields a window search reads come first: it walks every block, and
+ * one cache line per block is what it costs. */
 struct arena_block {
     size_t offset, size;
-    int is_free;
     void *owner;
     struct arena_block *prev, *next;       /* address order */
+    struct arena_block *skip;               /* see skip_unowned() */
+    double window_cost;                     /* scratch of arena_find_window */
+    int is_free;
+    int scored;                             /* window_cost holds this search's score */
     struct arena_block *free_prev, *free_next; /* the free list (free blocks only) */
     struct arena_block *hash_next;          /* bucket chain of used blocks / unlimited allocations */
     void *ptr;                              /* unlimited mode: the backend allocation */
-    double window_cost;                     /* scratch of arena_find_window */
+};
+
+/* Block records come from chunks the arena keeps; a freed record goes back
+ * on a spare list (linked through next), so splits and merges allocate
+ * nothing once the arena has seen its largest number of blocks. A window
+ * search walks every block in address order, and records scattered over
+ * the chunks make that walk a chain of cache misses (kernels run between
+ * searches and evict the records), so a budgeted arena lays its records
+ * out again in address order once enough have been taken out of order. */
+#define ARENA_CHUNK_RECORDS 256
+
+struct arena_chunk {
+    struct arena_chunk *next;
+    size_t n;
+    struct arena_block rec[];
 };
 
 #define ARENA_BUCKETS 4096
@@ -42,7 +61,38 @@ size_t arena_rounded(size_t bytes)
     return (bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
 }
 
-static struct arena_block *block_new(void) { return calloc(1, sizeof(struct arena_block)); }
+/* A chunk of n records, all spare. */
+static struct arena_chunk *chunk_add(struct arena *a, size_t n)
+{
+    struct arena_chunk *c = malloc(sizeof *c + n * sizeof c->rec[0]);
+    if (!c)
+        return NULL;
+    c->next = a->chunks;
+    c->n = n;
+    a->chunks = c;
+    for (size_t i = n; i-- > 0;) {
+        c->rec[i].next = a->spare;
+        a->spare = &c->rec[i];
+    }
+    return c;
+}
+
+static struct arena_block *block_new(struct arena *a)
+{
+    if (!a->spare && !chunk_add(a, ARENA_CHUNK_RECORDS))
+        return NULL;
+    struct arena_block *b = a->spare;
+    a->spare = b->next;
+    a->out_of_order++;
+    memset(b, 0, sizeof *b);
+    return b;
+}
+
+static void block_put(struct arena *a, struct arena_block *b)
+{
+    b->next = a->spare;
+    a->spare = b;
+}
 
 /* Free blocks are also on a list of their own, so that a search for a hole
  * looks at the few holes rather than at every block. */
@@ -81,7 +131,7 @@ int arena_init(struct arena *a, const struct backend *backend, size_t budget_byt
         return 0;
     a->budget_bytes = budget_bytes / ARENA_ALIGN * ARENA_ALIGN;
     a->base = backend->alloc(backend->ctx, a->budget_bytes ? a->budget_bytes : ARENA_ALIGN);
-    a->blocks = block_new();
+    a->blocks = block_new(a);
     if (!a->base || !a->blocks || !a->budget_bytes) {
         arena_release(a);
         return -1;
@@ -102,15 +152,15 @@ void arena_release(struct arena *a)
                 for (struct arena_block *b = list ? h->cached[i] : h->bucket[i], *n; b; b = n) {
                     n = b->hash_next;
                     a->backend->free(a->backend->ctx, b->ptr);
-                    free(b);
                 }
-    for (struct arena_block *b = a->blocks, *n; b; b = n) {
-        n = b->next;
-        free(b);
+    for (struct arena_chunk *c = a->chunks, *n; c; c = n) {
+        n = c->next;
+        free(c);
     }
     if (a->base)
         a->backend->free(a->backend->ctx, a->base);
     free(h);
+    free(a->later);
     memset(a, 0, sizeof *a);
 }
 
@@ -125,6 +175,51 @@ static void hash_put(struct arena *a, struct arena_block *b)
     size_t i = bucket_of(block_ptr(a, b));
     b->hash_next = h->bucket[i];
     h->bucket[i] = b;
+}
+
+/* Copies every block record, in address order, into one new chunk and
+ * frees the old ones (budgeted arenas: every record is a block or spare).
+ * Nothing changes but where the records live; without host memory the old
+ * layout simply stays. */
+static void relayout(struct arena *a)
+{
+    size_t n = a->n_blocks, i = 0;
+    struct arena_chunk *c = malloc(sizeof *c + (n + ARENA_CHUNK_RECORDS) * sizeof c->rec[0]);
+    if (!c)
+        return;
+    c->next = NULL;
+    c->n = n + ARENA_CHUNK_RECORDS;
+    for (struct arena_block *b = a->blocks; b; b = b->next, i++) {
+        c->rec[i] = *b;
+        b->ptr = &c->rec[i];   /* unused when budgeted: where the record went */
+    }
+    for (i = 0; i < n; i++) {
+        struct arena_block *r = &c->rec[i];
+        r->prev = i ? &c->rec[i - 1] : NULL;
+        r->next = i + 1 < n ? &c->rec[i + 1] : NULL;
+        r->free_prev = r->free_prev ? r->free_prev->ptr : NULL;
+        r->free_next = r->free_next ? r->free_next->ptr : NULL;
+        r->skip = r->skip ? r->skip->ptr : NULL;
+    }
+    a->free_head = a->free_head ? a->free_head->ptr : NULL;
+    memset(a->hash->bucket, 0, sizeof a->hash->bucket);
+    for (i = 0; i < n; i++) {
+        c->rec[i].ptr = NULL;
+        if (!c->rec[i].is_free)
+            hash_put(a, &c->rec[i]);
+    }
+    for (struct arena_chunk *o = a->chunks, *next; o; o = next) {
+        next = o->next;
+        free(o);
+    }
+    a->chunks = c;
+    a->blocks = n ? &c->rec[0] : NULL;
+    a->spare = NULL;
+    for (i = c->n; i-- > n;) {
+        c->rec[i].next = a->spare;
+        a->spare = &c->rec[i];
+    }
+    a->out_of_order = 0;
 }
 
 static struct arena_block *hash_take(struct arena *a, const void *ptr, int remove)
@@ -182,8 +277,9 @@ void *arena_alloc(struct arena *a, size_t bytes, void *owner)
         struct arena_block *b = *pp;
         if (b)
             *pp = b->hash_next;
-        else if (!(b = block_new()) || !(b->ptr = a->backend->alloc(a->backend->ctx, need))) {
-            free(b);
+        else if (!(b = block_new(a)) || !(b->ptr = a->backend->alloc(a->backend->ctx, need))) {
+            if (b)
+                block_put(a, b);
             return NULL;
         }
         b->size = need;
@@ -213,7 +309,7 @@ static void *alloc_budgeted(struct arena *a, size_t need, void *owner, int high)
         return NULL;
     if (best->size > need) {
         /* Split: the used part takes the low (or high) addresses. */
-        struct arena_block *rest = block_new();
+        struct arena_block *rest = block_new(a);
         if (!rest)
             return NULL;
         rest->is_free = 1;
@@ -262,7 +358,7 @@ static void merge_next(struct arena *a, struct arena_block *b)
     b->next = n->next;
     if (n->next)
         n->next->prev = b;
-    free(n);
+    block_put(a, n);
     a->n_blocks--;
 }
 
@@ -281,8 +377,12 @@ void arena_free(struct arena *a, void *ptr)
         *slot = b;
         return;
     }
+    if (!b->owner)   /* the runs without owner that reached b end before it now */
+        for (struct arena_block *r = b; r && !r->is_free && !r->owner; r = r->prev)
+            r->skip = NULL;
     b->is_free = 1;
     b->owner = NULL;
+    b->skip = NULL;
     free_list_add(a, b);
     if (b->next && b->next->is_free)
         merge_next(a, b);
@@ -307,44 +407,185 @@ size_t arena_largest_free(const struct arena *a)
     return best;
 }
 
-int arena_find_window(const struct arena *a, size_t bytes, arena_score_fn score, void *ctx,
+/* What evicting a block's owner costs in this search: 0 for a free block,
+ * -1 for one without an owner, else the caller's score, asked at most once
+ * per search. Scores are most of what a search costs, and most blocks are
+ * in no window cheaper than the best one. */
+static double member_cost(struct arena_block *b, arena_score_fn score, void *ctx)
+{
+    if (b->is_free)
+        return 0;
+    if (!b->owner)
+        return -1;
+    if (!b->scored) {
+        b->window_cost = score(ctx, b->owner);
+        b->scored = 1;
+    }
+    return b->window_cost;
+}
+
+/* The sweep: [first, b] is the shortest run ending at b, of blocks that are
+ * free or have an owner, holding at least `need` bytes. known_sum adds the
+ * scores already asked of its members (a lower bound of its cost),
+ * n_blocked counts the members known to be unevictable. */
+struct window_sweep {
+    struct arena_block *first, *last_used;
+    size_t run_bytes, n_used, n_blocked;
+    double known_sum, known_max;
+};
+
+static void sweep_reset(struct window_sweep *w, struct arena_block *first)
+{
+    memset(w, 0, sizeof *w);
+    w->first = first;
+}
+
+static void sweep_known(struct window_sweep *w, double c, int sign)
+{
+    if (c < 0)
+        w->n_blocked += (size_t)sign;
+    else
+        w->known_sum += sign * c;
+    if (w->known_sum > w->known_max)
+        w->known_max = w->known_sum;
+}
+
+/* Extends the run to end at b (a free or owned block) and drops from its
+ * start what it does not need; 1 when it fits. */
+static int sweep_step(struct window_sweep *w, struct arena_block *b, size_t need)
+{
+    b->scored = 0;
+    w->run_bytes += b->size;
+    if (!b->is_free) {
+        w->n_used++;
+        w->last_used = b;
+    }
+    while (w->first != b && w->run_bytes - w->first->size >= need) {
+        struct arena_block *f = w->first;
+        w->first = f->next;
+        w->run_bytes -= f->size;
+        if (!f->is_free) {
+            w->n_used--;
+            if (f->scored)
+                sweep_known(w, f->window_cost, -1);
+        }
+    }
+    return w->run_bytes >= need;
+}
+
+/* The cost of [first, last] summed afresh in address order, asking the
+ * scores not asked yet (and telling the sweep w of them, when the run is
+ * its own); stops (returning INFINITY) at an unevictable member or once
+ * the sum passes `bound`. */
+static double run_cost(struct window_sweep *w, struct arena_block *first, struct arena_block *last, double bound,
+                       arena_score_fn score, void *ctx)
+{
+    double sum = 0;
+    for (struct arena_block *m = first;; m = m->next) {
+        if (!m->is_free) {
+            int fresh = !m->scored;
+            double c = member_cost(m, score, ctx);
+            if (w && fresh)
+                sweep_known(w, c, 1);
+            if (c < 0 || (sum += c) > bound)
+                return INFINITY;
+        }
+        if (m == last)
+            return sum;
+    }
+}
+
+/* Skips a run of blocks without owner: such blocks never move and are
+ * never evicted, and the weights at the top of the arena are a long run
+ * of them. b->skip, when set, is the last block of a run starting at b. */
+static struct arena_block *skip_unowned(struct arena_block *b)
+{
+    struct arena_block *last = b;
+    for (;;) {
+        if (last->skip)
+            last = last->skip;
+        struct arena_block *n = last->next;
+        if (!n || n->is_free || n->owner)
+            break;
+        last = n;
+    }
+    b->skip = last;
+    return last;
+}
+
+/* One sweep in address order. Runs holding at most one used block are
+ * costed at once (one score each); a run of several is kept for later
+ * unless its known scores already pass the best cost, and then costed
+ * against the final best, stopping at the first member that passes it.
+ * The result is the exhaustive search's: the cheapest run (the lowest end
+ * on equal costs); runs containing an infinite score are never chosen. */
+int arena_find_window(struct arena *a, size_t bytes, arena_score_fn score, void *ctx,
                       void **owners, size_t max_owners, size_t *n_owners)
 {
     *n_owners = 0;
     if (!a->budget_bytes)
         return -1;
-    size_t need = arena_rounded(bytes);
-    const struct arena_block *best_first = NULL, *best_last = NULL;
+    if (a->out_of_order > a->n_blocks / 8 + 16)
+        relayout(a);
+    size_t need = arena_rounded(bytes), n_later = 0;
+    struct arena_block *best_first = NULL, *best_last = NULL;
     double best_cost = INFINITY;
-    /* Two pointers over the address-ordered blocks: [first, b] is a run of
-     * usable blocks; it is shrunk from the left while it still fits. Costs
-     * are non-negative, so the cheapest fitting run ending at b is the
-     * shortest one. */
-    const struct arena_block *first = a->blocks;
-    size_t run_bytes = 0;
-    double run_cost = 0;
+    struct window_sweep w;
+    sweep_reset(&w, a->blocks);
     for (struct arena_block *b = a->blocks; b; b = b->next) {
-        double c = b->is_free ? 0 : score(ctx, b->owner);
-        b->window_cost = c;
-        if (c < 0) {
-            first = b->next;
-            run_bytes = 0;
-            run_cost = 0;
+        if (!b->is_free && !b->owner) {
+            b = skip_unowned(b);
+            sweep_reset(&w, b->next);
             continue;
         }
-        run_bytes += b->size;
-        run_cost += c;
-        while (first != b) {
-            if (run_bytes - first->size < need)
-                break;
-            run_bytes -= first->size;
-            run_cost -= first->window_cost;
-            first = first->next;
+        if (!sweep_step(&w, b, need) || w.n_blocked)
+            continue;
+        if (w.n_used <= 1) {
+            double c = 0;
+            if (w.n_used)
+                c = run_cost(&w, w.last_used, w.last_used, INFINITY, score, ctx);
+            if (c == INFINITY)
+                continue;
+            if (c < best_cost) {
+                best_cost = c;
+                best_first = w.first;
+                best_last = b;
+            }
+            continue;
         }
-        if (run_bytes >= need && run_cost < best_cost) {
-            best_cost = run_cost;
-            best_first = first;
+        /* known_sum slides by adding and subtracting: the margin covers a
+         * rounding per step. */
+        if (w.known_sum > best_cost + w.known_max * (double)a->n_blocks * 0x1p-50)
+            continue;
+        if (n_later == a->later_cap) {
+            size_t cap = a->later_cap ? 2 * a->later_cap : 256;
+            struct arena_block **later = realloc(a->later, 2 * cap * sizeof *later);
+            if (later) {
+                a->later = later;
+                a->later_cap = cap;
+            }
+        }
+        if (n_later < a->later_cap) {
+            a->later[2 * n_later] = w.first;
+            a->later[2 * n_later + 1] = b;
+            n_later++;
+            continue;
+        }
+        /* out of host memory to keep it: cost it now */
+        double c = run_cost(&w, w.first, b, best_cost, score, ctx);
+        if (c < best_cost || (c == best_cost && c < INFINITY && b->offset < best_last->offset)) {
+            best_cost = c;
+            best_first = w.first;
             best_last = b;
+        }
+    }
+    for (size_t i = 0; i < n_later; i++) {
+        struct arena_block *first = a->later[2 * i], *last = a->later[2 * i + 1];
+        double c = run_cost(NULL, first, last, best_cost, score, ctx);
+        if (c < best_cost || (c == best_cost && c < INFINITY && last->offset < best_last->offset)) {
+            best_cost = c;
+            best_first = first;
+            best_last = last;
         }
     }
     if (!best_first)
@@ -361,86 +602,80 @@ int arena_find_window(const struct arena *a, size_t bytes, arena_score_fn score,
     return 0;
 }
 
-int arena_compact(struct arena *a, arena_movable_fn movable, arena_moved_fn moved, void *ctx)
+/* Takes free block m out of both lists and recycles its record. */
+static void unlink_free(struct arena *a, struct arena_block *m)
+{
+    free_list_remove(a, m);
+    if (m->prev)
+        m->prev->next = m->next;
+    else
+        a->blocks = m->next;
+    if (m->next)
+        m->next->prev = m->prev;
+    block_put(a, m);
+    a->n_blocks--;
+}
+
+int arena_compact(struct arena *a, size_t bytes, arena_movable_fn movable, arena_moved_fn moved, void *ctx)
 {
     if (!a->budget_bytes)
-        return 0;
-    /* Gap records first, so that nothing changes if they cannot be had. */
-    size_t n_used = 0;
-    for (struct arena_block *b = a->blocks; b; b = b->next)
-        n_used += !b->is_free;
-    struct arena_block **gaps = calloc(n_used + 1, sizeof *gaps);
-    for (size_t i = 0; gaps && i <= n_used; i++)
-        if (!(gaps[i] = block_new())) {
-            for (size_t k = 0; k < i; k++)
-                free(gaps[k]);
-            free(gaps);
-            gaps = NULL;
-        }
-    if (!gaps)
         return -1;
-    size_t write = 0;
+    size_t need = arena_rounded(bytes);
+    /* The same two pointers as the window search: [first, b] is the
+     * shortest run of free and movable blocks ending at free block b with
+     * `need` free bytes; it costs the bytes of its used blocks. */
+    struct arena_block *first = a->blocks, *best_first = NULL, *best_last = NULL;
+    size_t free_bytes = 0, used_bytes = 0, best_cost = SIZE_MAX;
     for (struct arena_block *b = a->blocks; b; b = b->next) {
-        if (b->is_free)
-            continue;
-        void *old = a->base + b->offset;
-        if (b->offset > write && movable(ctx, b->owner, old)) {
-            hash_take(a, old, 1);
-            a->backend->copy(a->backend->ctx, a->base + write, old, b->size);   /* memmove semantics */
-            b->offset = write;
-            hash_put(a, b);
-            moved(ctx, b->owner, old, a->base + write);
-        }
-        write = b->offset + b->size;
-    }
-    /* Rebuild the list: used blocks in address order, free gaps between. */
-    struct arena_block *used = NULL, **tail = &used;
-    for (struct arena_block *b = a->blocks, *n; b; b = n) {
-        n = b->next;
-        if (b->is_free) {
-            free(b);
+        if (!b->is_free && (!b->owner || !movable(ctx, b->owner, a->base + b->offset))) {
+            if (!b->owner)
+                b = skip_unowned(b);
+            first = b->next;
+            free_bytes = used_bytes = 0;
             continue;
         }
-        *tail = b;
-        tail = &b->next;
-    }
-    *tail = NULL;
-    struct arena_block *head = NULL, *prev = NULL;
-    size_t at = 0, count = 0, next_gap = 0;
-    a->free_head = NULL;
-    for (struct arena_block *b = used, *n;; b = n) {
-        size_t end = b ? b->offset : a->budget_bytes;
-        if (end > at) {
-            struct arena_block *gap = gaps[next_gap++];
-            gap->offset = at;
-            gap->size = end - at;
-            gap->is_free = 1;
-            free_list_add(a, gap);
-            gap->prev = prev;
-            if (prev)
-                prev->next = gap;
+        if (!b->is_free) {
+            used_bytes += b->size;
+            continue;
+        }
+        free_bytes += b->size;
+        while (first != b && (!first->is_free || free_bytes - first->size >= need)) {
+            if (first->is_free)
+                free_bytes -= first->size;
             else
-                head = gap;
-            prev = gap;
-            count++;
+                used_bytes -= first->size;
+            first = first->next;
         }
-        if (!b)
-            break;
-        n = b->next;
-        b->prev = prev;
-        b->next = NULL;
-        if (prev)
-            prev->next = b;
-        else
-            head = b;
-        prev = b;
-        count++;
-        at = b->offset + b->size;
+        if (free_bytes >= need && used_bytes < best_cost) {
+            best_cost = used_bytes;
+            best_first = first;
+            best_last = b;
+        }
     }
-    for (size_t i = next_gap; i <= n_used; i++)
-        free(gaps[i]);
-    free(gaps);
-    a->blocks = head;
-    a->n_blocks = count;
+    if (!best_first)
+        return -1;
+    /* Slide the used blocks down to the run's start; best_last's record
+     * becomes the one hole above them. */
+    size_t write = best_first->offset, end = best_last->offset + best_last->size;
+    for (struct arena_block *m = best_first, *next; m != best_last; m = next) {
+        next = m->next;
+        if (m->is_free) {
+            unlink_free(a, m);
+            continue;
+        }
+        if (m->offset != write) {
+            void *old = a->base + m->offset;
+            hash_take(a, old, 1);
+            a->backend->copy(a->backend->ctx, a->base + write, old, m->size);   /* memmove semantics */
+            m->offset = write;
+            hash_put(a, m);
+            moved(ctx, m->owner, old, a->base + write);
+        }
+        write += m->size;
+    }
+    free_list_remove(a, best_last);
+    best_last->offset = write;
+    best_last->size = end - write;
+    free_list_add(a, best_last);
     return 0;
 }

@@ -23,6 +23,7 @@
 #define ARENA_ALIGN 64
 
 struct arena_block;
+struct arena_chunk;
 struct arena_hash;
 
 struct arena {
@@ -35,6 +36,11 @@ struct arena {
     struct arena_block *blocks;     /* budgeted: all blocks in address order */
     struct arena_block *free_head;  /* budgeted: the free blocks */
     struct arena_hash *hash;        /* used blocks by address */
+    struct arena_chunk *chunks;     /* where block records come from */
+    struct arena_block *spare;      /* records not in use */
+    size_t out_of_order;            /* records taken since they were last laid out */
+    struct arena_block **later;     /* arena_find_window's runs to cost last */
+    size_t later_cap;
     size_t n_blocks;
     /* Fill every allocation with 0xff bytes (NaN as float): a kernel that
      * reads an output before writing it shows up at once. Set from the
@@ -60,23 +66,27 @@ size_t arena_size_of(const struct arena *a, const void *ptr);
 size_t arena_largest_free(const struct arena *a);
 
 /* Score of evicting the owner of a block: lower is cheaper; a negative
- * value means the block cannot be evicted. */
+ * value means the block cannot be evicted. Blocks without an owner are
+ * never evicted nor moved, and never scored. */
 typedef double (*arena_score_fn)(void *ctx, void *owner);
 
 /* Finds the contiguous run of blocks, each free or evictable, holding at
- * least `bytes`, with the lowest summed score of its evictable owners.
- * Writes up to max_owners owners to evict and their count; returns 0, or -1
- * when no run fits. */
-int arena_find_window(const struct arena *a, size_t bytes, arena_score_fn score, void *ctx,
+ * least `bytes`, with the lowest summed score of its evictable owners (on
+ * equal sums the run ending lowest; a run with an infinite score is never
+ * chosen). Writes up to max_owners owners to evict and their count;
+ * returns 0, or -1 when no run fits. Scores are asked at most once per
+ * block and only of blocks in some run that could still be the cheapest. */
+int arena_find_window(struct arena *a, size_t bytes, arena_score_fn score, void *ctx,
                       void **owners, size_t max_owners, size_t *n_owners);
 
-/* Compaction: slides every block that movable() accepts down to the lowest
- * free addresses before the next immovable block, so that the free space
- * between immovable blocks becomes one hole; moved() learns each new
- * address. Only safe while no kernel holds a pointer to a movable block.
- * -1 (nothing moved) when the host is out of memory. */
+/* Compaction for one request: of the runs of free blocks and blocks that
+ * movable() accepts holding `bytes` free bytes in all, takes the one with
+ * the fewest used bytes and slides its used blocks down, so that its free
+ * space becomes one hole; moved() learns each new address. Only safe while
+ * no kernel holds a pointer to a movable block. -1 (nothing moved) when no
+ * such run exists. */
 typedef int (*arena_movable_fn)(void *ctx, void *owner, void *ptr);
 typedef void (*arena_moved_fn)(void *ctx, void *owner, void *old_ptr, void *new_ptr);
-int arena_compact(struct arena *a, arena_movable_fn movable, arena_moved_fn moved, void *ctx);
+int arena_compact(struct arena *a, size_t bytes, arena_movable_fn movable, arena_moved_fn moved, void *ctx);
 
 #endif

@@ -129,7 +129,7 @@ static void *budget_arena_alloc(struct dtrx_session *s, size_t bytes, void *owne
         return p;
     if (!evict_window(s, bytes) && (p = alloc(&s->arena, bytes, owner)))
         return p;
-    if (!arena_compact(&s->arena, block_movable, block_moved, s)) {
+    if (!arena_compact(&s->arena, bytes, block_movable, block_moved, s)) {
         s->budget.compactions++;
         p = alloc(&s->arena, bytes, owner);
     }

@@ -1,6 +1,9 @@
 /* tests/test_runtime_arena.c — the budgeted arena: exact budget, best fit,
- * coalescing, high-water mark, and the cheapest eviction window. */
+ * coalescing, high-water mark, the cheapest eviction window and compaction
+ * for one request, the last two against brute-force references. */
 #include <check.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,6 +133,254 @@ START_TEST(test_random_low_and_high_blocks_never_overlap)
 }
 END_TEST
 
+/* ---- random layouts against brute force ---- */
+
+enum { RSLOTS = 40, RUNIT = ARENA_ALIGN, RBUDGET = 256 * ARENA_ALIGN };
+
+/* Slot k's block (owner k + 1, or none) and what the references read. */
+struct layout {
+    struct arena a;
+    unsigned char *p[RSLOTS];
+    size_t bytes[RSLOTS];
+    int owned[RSLOTS];
+    double score[RSLOTS];
+    int movable[RSLOTS];
+    size_t moved_bytes;
+    unsigned seed;
+};
+
+struct ref_block {
+    size_t offset, size;
+    int slot;   /* -1: free */
+};
+
+static unsigned next_rand(struct layout *l)
+{
+    l->seed = l->seed * 1103515245u + 12345u;
+    return l->seed >> 8;
+}
+
+static double layout_score(void *ctx, void *owner)
+{
+    const struct layout *l = ctx;
+    return l->score[(intptr_t)owner - 1];
+}
+
+static int layout_movable(void *ctx, void *owner, void *ptr)
+{
+    const struct layout *l = ctx;
+    int k = (int)((intptr_t)owner - 1);
+    ck_assert_ptr_eq(ptr, l->p[k]);
+    return l->movable[k];
+}
+
+static void layout_moved(void *ctx, void *owner, void *old_ptr, void *new_ptr)
+{
+    struct layout *l = ctx;
+    int k = (int)((intptr_t)owner - 1);
+    ck_assert_ptr_eq(old_ptr, l->p[k]);
+    l->p[k] = new_ptr;
+    l->moved_bytes += arena_rounded(l->bytes[k]);
+}
+
+/* Every block in address order, free gaps included. */
+static size_t layout_blocks(const struct layout *l, struct ref_block *out)
+{
+    size_t n = 0;
+    for (int k = 0; k < RSLOTS; k++)
+        if (l->p[k])
+            out[n++] = (struct ref_block){ (size_t)((char *)l->p[k] - l->a.base), arena_rounded(l->bytes[k]), k };
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && out[j - 1].offset > out[j].offset; j--) {
+            struct ref_block t = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = t;
+        }
+    struct ref_block all[2 * RSLOTS + 1];
+    size_t m = 0, at = 0;
+    for (size_t i = 0; i <= n; i++) {
+        size_t end = i < n ? out[i].offset : l->a.budget_bytes;
+        if (end > at)
+            all[m++] = (struct ref_block){ at, end - at, -1 };
+        if (i < n) {
+            all[m++] = out[i];
+            at = out[i].offset + out[i].size;
+        }
+    }
+    memcpy(out, all, m * sizeof *out);
+    return m;
+}
+
+static void layout_check_bytes(const struct layout *l, int step)
+{
+    for (int k = 0; k < RSLOTS; k++)
+        for (size_t i = 0; l->p[k] && i < l->bytes[k]; i++)
+            if (l->p[k][i] != (unsigned char)(k + 1))
+                ck_abort_msg("step %d: slot %d byte %zu overwritten", step, k, i);
+}
+
+/* One random allocation or free; a fifth of the blocks have no owner. */
+static void layout_churn(struct layout *l)
+{
+    int k = (int)(next_rand(l) % RSLOTS);
+    if (l->p[k]) {
+        arena_free(&l->a, l->p[k]);
+        l->p[k] = NULL;
+        return;
+    }
+    unsigned r = next_rand(l);
+    l->bytes[k] = 1 + r % (12 * RUNIT);
+    l->owned[k] = r % 5 != 0;
+    void *owner = l->owned[k] ? (void *)(intptr_t)(k + 1) : NULL;
+    l->p[k] = (r >> 12) & 1 ? arena_alloc_high(&l->a, l->bytes[k], owner) : arena_alloc(&l->a, l->bytes[k], owner);
+    if (l->p[k])
+        memset(l->p[k], k + 1, l->bytes[k]);
+}
+
+/* Scores with ties, zeros, unevictable (negative) and infinite ones, and
+ * magnitudes far apart (the search's sliding sums must not mislead it). */
+static void layout_rescore(struct layout *l)
+{
+    for (int k = 0; k < RSLOTS; k++) {
+        unsigned r = next_rand(l) % 16;
+        l->score[k] = r == 0 ? -1 : r == 1 ? INFINITY : r == 2 ? 0 : r < 8 ? (double)(r % 3 + 1)
+                    : ldexp(1.0 + (double)(next_rand(l) % 1000), (int)(next_rand(l) % 120) - 60);
+        l->movable[k] = next_rand(l) % 4 != 0;
+    }
+}
+
+/* The reference window: every end, the shortest fitting run before it,
+ * costs summed in address order; the cheapest, the lowest end on ties. */
+static size_t ref_window(const struct layout *l, size_t need, void **owners)
+{
+    struct ref_block b[2 * RSLOTS + 1];
+    size_t n = layout_blocks(l, b), best_first = SIZE_MAX, best_last = 0;
+    double best = INFINITY;
+    for (size_t e = 0; e < n; e++) {
+        size_t got = 0, f = e;
+        int ok = 1;
+        for (;; f--) {
+            if (b[f].slot >= 0 && (!l->owned[b[f].slot] || l->score[b[f].slot] < 0)) {
+                ok = 0;
+                break;
+            }
+            if ((got += b[f].size) >= need || f == 0)
+                break;
+        }
+        if (!ok || got < need)
+            continue;
+        double sum = 0;
+        for (size_t i = f; i <= e; i++)
+            if (b[i].slot >= 0)
+                sum += l->score[b[i].slot];
+        if (sum < best) {
+            best = sum;
+            best_first = f;
+            best_last = e;
+        }
+    }
+    size_t count = 0;
+    for (size_t i = best_first; best_first != SIZE_MAX && i <= best_last; i++)
+        if (b[i].slot >= 0)
+            owners[count++] = (void *)(intptr_t)(b[i].slot + 1);
+    return best_first == SIZE_MAX ? SIZE_MAX : count;
+}
+
+/* The reference compaction cost: the fewest used bytes inside a run of
+ * free and movable blocks holding `need` free bytes; SIZE_MAX: none. */
+static size_t ref_compaction(const struct layout *l, size_t need)
+{
+    struct ref_block b[2 * RSLOTS + 1];
+    size_t n = layout_blocks(l, b), best = SIZE_MAX;
+    for (size_t e = 0; e < n; e++) {
+        if (b[e].slot >= 0)
+            continue;
+        size_t free_bytes = 0, used = 0;
+        for (size_t f = e;; f--) {
+            if (b[f].slot >= 0 && (!l->owned[b[f].slot] || !l->movable[b[f].slot]))
+                break;
+            if (b[f].slot >= 0)
+                used += b[f].size;
+            else if ((free_bytes += b[f].size) >= need) {
+                if (used < best)
+                    best = used;
+                break;
+            }
+            if (f == 0)
+                break;
+        }
+    }
+    return best;
+}
+
+START_TEST(test_window_matches_brute_force)
+{
+    struct layout l = { .seed = 777 };
+    ck_assert_int_eq(arena_init(&l.a, &backend_cpu, RBUDGET), 0);
+    int found = 0;
+    for (int step = 0; step < 30000; step++) {
+        layout_churn(&l);
+        if (step % 7)
+            continue;
+        layout_rescore(&l);
+        size_t need = 1 + next_rand(&l) % (24 * RUNIT);
+        void *got[2 * RSLOTS], *want[2 * RSLOTS];
+        size_t n_got = 0, n_want = ref_window(&l, need, want);
+        int rc = arena_find_window(&l.a, need, layout_score, &l, got, 2 * RSLOTS, &n_got);
+        ck_assert_msg(rc == (n_want == SIZE_MAX ? -1 : 0), "step %d need %zu: rc %d, reference %s", step, need, rc,
+                      n_want == SIZE_MAX ? "none" : "a window");
+        if (rc)
+            continue;
+        found++;
+        ck_assert_msg(n_got == n_want, "step %d need %zu: %zu owners, reference %zu", step, need, n_got, n_want);
+        for (size_t i = 0; i < n_got; i++)
+            ck_assert_msg(got[i] == want[i], "step %d need %zu: owner %zu is %p, reference %p", step, need, i,
+                          got[i], want[i]);
+    }
+    ck_assert_int_gt(found, 1000);
+    layout_check_bytes(&l, -1);
+    arena_release(&l.a);
+}
+END_TEST
+
+START_TEST(test_compaction_moves_the_fewest_bytes)
+{
+    struct layout l = { .seed = 4242 };
+    ck_assert_int_eq(arena_init(&l.a, &backend_cpu, RBUDGET), 0);
+    int compacted = 0;
+    for (int step = 0; step < 20000; step++) {
+        layout_churn(&l);
+        if (step % 5)
+            continue;
+        layout_rescore(&l);
+        size_t need = arena_rounded(1 + next_rand(&l) % (24 * RUNIT)), want = ref_compaction(&l, need);
+        size_t in_use = l.a.in_use_bytes, peak = l.a.peak_bytes;
+        unsigned char *before[RSLOTS];
+        memcpy(before, l.p, sizeof before);
+        l.moved_bytes = 0;
+        int rc = arena_compact(&l.a, need, layout_movable, layout_moved, &l);
+        ck_assert_msg(rc == (want == SIZE_MAX ? -1 : 0), "step %d need %zu: rc %d", step, need, rc);
+        ck_assert_uint_eq(l.a.in_use_bytes, in_use);
+        ck_assert_uint_eq(l.a.peak_bytes, peak);
+        for (int k = 0; k < RSLOTS; k++)
+            if (l.p[k] != before[k])
+                ck_assert_msg(l.owned[k] && l.movable[k], "step %d: slot %d moved", step, k);
+        layout_check_bytes(&l, step);
+        if (rc)
+            continue;
+        compacted++;
+        ck_assert_msg(l.moved_bytes == want, "step %d need %zu: moved %zu bytes, the fewest is %zu", step, need,
+                      l.moved_bytes, want);
+        ck_assert_uint_ge(arena_largest_free(&l.a), need);
+        for (int k = 0; k < RSLOTS; k++)
+            if (l.p[k])
+                ck_assert_uint_eq(arena_size_of(&l.a, l.p[k]), arena_rounded(l.bytes[k]));
+    }
+    ck_assert_int_gt(compacted, 500);
+    arena_release(&l.a);
+}
+END_TEST
+
 START_TEST(test_unlimited_counts_bytes)
 {
     struct arena a;
@@ -155,6 +406,8 @@ int main(void)
     tcase_add_test(tc, test_window_picks_the_cheapest_contiguous_run);
     tcase_add_test(tc, test_unlimited_counts_bytes);
     tcase_add_test(tc, test_random_low_and_high_blocks_never_overlap);
+    tcase_add_test(tc, test_window_matches_brute_force);
+    tcase_add_test(tc, test_compaction_moves_the_fewest_bytes);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
