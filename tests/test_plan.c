@@ -409,6 +409,56 @@ START_TEST(test_milp_chain)
 }
 END_TEST
 
+/* The chain with dtrexec export's fields: f2 needs 100 bytes of kernel
+ * workspace while it runs, f3 keeps 500 bytes to the end (a final
+ * gradient). Checkpoint-all peaks at b3: 5 values + 500 kept = 550 (f2's
+ * run: 30 + 100); no schedule goes below f3's kept bytes and the output
+ * (510), and the MILP's schedule, validated by the replay, respects both. */
+START_TEST(test_workspace_and_kept)
+{
+    struct plan_graph g;
+    char err[600];
+    const char *text = "{\"nodes\": [\n"
+        "  {\"id\": 0, \"name\": \"f0\", \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 10},\n"
+        "  {\"id\": 1, \"name\": \"f1\", \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 10},\n"
+        "  {\"id\": 2, \"name\": \"f2\", \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 10, \"workspace_ram\": 100},\n"
+        "  {\"id\": 3, \"name\": \"f3\", \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 10, \"kept_ram\": 500},\n"
+        "  {\"id\": 4, \"name\": \"b3\", \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 10},\n"
+        "  {\"id\": 5, \"name\": \"b2\", \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 10},\n"
+        "  {\"id\": 6, \"name\": \"b1\", \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 10},\n"
+        "  {\"id\": 7, \"name\": \"b0\", \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 10}],\n"
+        " \"links\": [{\"source\": 0, \"target\": 1}, {\"source\": 1, \"target\": 2}, {\"source\": 2, \"target\": 3},\n"
+        "  {\"source\": 3, \"target\": 4}, {\"source\": 2, \"target\": 4},\n"
+        "  {\"source\": 4, \"target\": 5}, {\"source\": 1, \"target\": 5}, {\"source\": 2, \"target\": 5},\n"
+        "  {\"source\": 5, \"target\": 6}, {\"source\": 0, \"target\": 6}, {\"source\": 1, \"target\": 6},\n"
+        "  {\"source\": 6, \"target\": 7}, {\"source\": 0, \"target\": 7}]}\n";
+    load_graph(write_tmp("ws.json", text), &g);
+    ck_assert_uint_eq(g.workspace[2], 100);
+    ck_assert_uint_eq(g.kept[3], 500);
+    ck_assert_uint_eq(g.workspace[0] + g.kept[0], 0);
+    struct schedule_result all, r;
+    check_plan(&g, PLAN_CHECKPOINT_ALL, 0, &all);
+    ck_assert_uint_eq(all.peak_bytes, 550);
+    ck_assert_uint_eq(plan_graph_min_peak(&g), 510);
+    struct schedule s;
+    ck_assert_int_eq(plan_make(&g, PLAN_CHECKPOINT_ALL, 549, NULL, &s, err, sizeof err), PLAN_INFEASIBLE);
+    ck_assert_int_eq(plan_make(&g, PLAN_CHEN_SQRTN, 509, NULL, &s, err, sizeof err), PLAN_INFEASIBLE);
+    /* a workspace over the budget is an error naming the node */
+    ck_assert(parse(&g, HEAD "\"steps\": [{\"run\": \"f0\"}, {\"run\": \"f1\"}, {\"run\": \"f2\"}]}", &s, err,
+                    sizeof err) == 0);
+    ck_assert(schedule_simulate(&g, &s, 125, &r, err, sizeof err) != 0);
+    ck_assert_msg(strstr(err, "step 2") && strstr(err, "'f2'") && strstr(err, "workspace"), "%s", err);
+    schedule_free(&s);
+    if (have_highs()) {
+        /* 545: f0 goes before b3 and is recomputed */
+        check_plan(&g, PLAN_CHECKMATE_MILP, 545, &r);
+        ck_assert_msg(r.peak_bytes <= 545 && r.recomputes >= 1, "MILP: peak %llu, %u recomputations",
+                      (unsigned long long)r.peak_bytes, r.recomputes);
+    }
+    plan_graph_free(&g);
+}
+END_TEST
+
 START_TEST(test_milp_vgg16)
 {
     static const double ratios[] = { 0.86, 0.93 };
@@ -550,6 +600,7 @@ int main(void)
     tcase_add_test(tc, test_first_computations_in_order);
     tcase_add_loop_test(tc, test_baselines_on_shared_graphs, 0, sizeof shared_graphs / sizeof shared_graphs[0]);
     tcase_add_test(tc, test_milp_chain);
+    tcase_add_test(tc, test_workspace_and_kept);
     tcase_add_test(tc, test_milp_vgg16);
     tcase_add_test(tc, test_lp_bound);
     tcase_add_test(tc, test_milp_forms_agree);
