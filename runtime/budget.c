@@ -505,7 +505,7 @@ enum dtrx_status rt_budget_exec(struct dtrx_session *s, struct rt_call *c, struc
         if (!st && !n_out)
             st = rt_fail(DTRX_ERR_INPUT, "node '%s': every output is omitted", c->name);
         if (!st) {
-            c->cost_flops = c->def->cost ? c->def->cost(call).flops : 0;
+            c->cost_flops = rt_call_cost(c, call);
             /* Measured costs are nanoseconds of the call's previous first
              * execution (the model's calls, a step earlier); calls without
              * one (the first step, and backward calls, which are emitted

@@ -276,6 +276,9 @@ enum dtrx_status rt_call_exec(struct dtrx_session *s, struct rt_call *c);
 /* Runs the kernel of a call whose inputs and outputs are in place: the
  * closure execution itself, also what DTR replays to recompute. */
 enum dtrx_status rt_call_kernel(struct dtrx_session *s, struct rt_call *c);
+/* The cost model's cost of a call on its shapes (FLOPs plus bytes moved,
+ * in FLOP-equivalents): what DTR and the statistics count (exec.c). */
+double rt_call_cost(const struct rt_call *c, const struct op_call *call);
 
 /* Budgeted execution (budget.c). */
 int rt_budget_active(const struct dtrx_session *s);
