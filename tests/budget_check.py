@@ -12,6 +12,8 @@ Usage: budget_check.py DTREXEC CASE
   with the same evictions and recomputations.
 - infeasible: budgets below the pinned floor or below any call's needs exit 2
   with a message naming the operator, the bytes needed and the bytes pinned.
+- conv-workspace: a budget below what a first convolution's unchunked
+  oneDNN reorder buffers needed trains bit-identically (dtr, dtr-eq).
 """
 import json
 import os
@@ -213,8 +215,52 @@ def infeasible(dtrexec, tmp):
     print("PASS: impossible budgets exit 2 naming the operator, the bytes and the pinned floor")
 
 
+def stem(path):
+    """A 7x7 stride-2 convolution of 3 channels (ResNet's first layer, narrow)
+    on a batch of 16 96x96 images, then two 3x3 layers."""
+    rng = np.random.default_rng(1)
+    inits = {"W1": rng.normal(0, 0.1, (4, 3, 7, 7)), "Wf": rng.normal(0, 0.1, (4, 10))}
+    nodes = [helper.make_node("Conv", ["x", "W1"], ["c0"], kernel_shape=[7, 7], strides=[2, 2], pads=[3, 3, 3, 3]),
+             helper.make_node("Relu", ["c0"], ["r0"])]
+    for i in (1, 2):
+        inits[f"W{i + 1}"] = rng.normal(0, 0.3, (4, 4, 3, 3))
+        nodes += [helper.make_node("Conv", [f"r{i - 1}", f"W{i + 1}"], [f"c{i}"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+                  helper.make_node("Relu", [f"c{i}"], [f"r{i}"])]
+    nodes += [helper.make_node("GlobalAveragePool", ["r2"], ["p"]), helper.make_node("Flatten", ["p"], ["f"]),
+              helper.make_node("MatMul", ["f", "Wf"], ["y"])]
+    graph = helper.make_graph(nodes, "stem", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16, 3, 96, 96])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [16, 10])],
+                              [numpy_helper.from_array(a.astype(np.float32), k) for k, a in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+
+
+def conv_workspace(dtrexec, tmp):
+    """A budget the first convolution could not run in while its oneDNN
+    reorder buffers held its whole source and destination (ops/conv.c now
+    runs the batch in chunks): below pinned + its output + those buffers."""
+    path = os.path.join(tmp, "stem.onnx")
+    stem(path)
+    res, base, base_w = train(dtrexec, path, tmp, "base", [])
+    if res.returncode:
+        raise SystemExit(f"FAIL: unbudgeted training of the stem: {res.stderr}")
+    src, dst = 16 * 3 * 96 * 96 * 4, 16 * 4 * 48 * 48 * 4
+    budget = base["pinned_bytes"] + dst + int(0.9 * (src + dst))
+    for h in ("dtr", "dtr-eq"):
+        res, st, w = train(dtrexec, path, tmp, h, ["--budget", str(budget), "--heuristic", h, "--verify-remat"])
+        if res.returncode:
+            raise SystemExit(f"FAIL: stem {h} at {budget} bytes exited {res.returncode}: {res.stderr}")
+        if st["peak_bytes"] > budget or not st["remats"]:
+            raise SystemExit(f"FAIL: stem {h}: peak {st['peak_bytes']} (budget {budget}), {st['remats']} recomputations")
+        if st["loss"] != base["loss"] or any(base_w[k].tobytes() != w[k].tobytes() for k in base_w):
+            raise SystemExit(f"FAIL: stem {h}: losses {st['loss']} or weights differ from {base['loss']}")
+        print(f"PASS stem {h}: bit-identical at {budget} bytes, below the {base['pinned_bytes'] + dst + src + dst} "
+              f"the unchunked first layer needed ({st['remats']} recomputations)")
+
+
 if __name__ == "__main__":
-    cases = list(MODELS) + ["mlp", "trace-replay", "infeasible", "plan"]
+    cases = list(MODELS) + ["mlp", "trace-replay", "infeasible", "plan", "conv-workspace"]
     if len(sys.argv) != 3 or sys.argv[2] not in cases:
         print(__doc__)
         sys.exit(2)
@@ -225,5 +271,7 @@ if __name__ == "__main__":
             infeasible(sys.argv[1], tmp)
         elif sys.argv[2] == "plan":
             planned(sys.argv[1], tmp)
+        elif sys.argv[2] == "conv-workspace":
+            conv_workspace(sys.argv[1], tmp)
         else:
             model_case(sys.argv[1], sys.argv[2], tmp)
