@@ -17,7 +17,6 @@ struct arena_block {
     struct arena_block *skip;               /* see skip_unowned() */
     double window_cost;                     /* scratch of arena_find_window */
     int is_free;
-    int scored;                             /* window_cost holds this search's score */
     struct arena_block *free_prev, *free_next; /* the free list (free blocks only) */
     struct arena_block *hash_next;          /* bucket chain of used blocks / unlimited allocations */
     void *ptr;                              /* unlimited mode: the backend allocation */
@@ -160,7 +159,6 @@ void arena_release(struct arena *a)
     if (a->base)
         a->backend->free(a->backend->ctx, a->base);
     free(h);
-    free(a->later);
     memset(a, 0, sizeof *a);
 }
 
@@ -407,94 +405,6 @@ size_t arena_largest_free(const struct arena *a)
     return best;
 }
 
-/* What evicting a block's owner costs in this search: 0 for a free block,
- * -1 for one without an owner, else the caller's score, asked at most once
- * per search. Scores are most of what a search costs, and most blocks are
- * in no window cheaper than the best one. */
-static double member_cost(struct arena_block *b, arena_score_fn score, void *ctx)
-{
-    if (b->is_free)
-        return 0;
-    if (!b->owner)
-        return -1;
-    if (!b->scored) {
-        b->window_cost = score(ctx, b->owner);
-        b->scored = 1;
-    }
-    return b->window_cost;
-}
-
-/* The sweep: [first, b] is the shortest run ending at b, of blocks that are
- * free or have an owner, holding at least `need` bytes. known_sum adds the
- * scores already asked of its members (a lower bound of its cost),
- * n_blocked counts the members known to be unevictable. */
-struct window_sweep {
-    struct arena_block *first, *last_used;
-    size_t run_bytes, n_used, n_blocked;
-    double known_sum, known_max;
-};
-
-static void sweep_reset(struct window_sweep *w, struct arena_block *first)
-{
-    memset(w, 0, sizeof *w);
-    w->first = first;
-}
-
-static void sweep_known(struct window_sweep *w, double c, int sign)
-{
-    if (c < 0)
-        w->n_blocked += (size_t)sign;
-    else
-        w->known_sum += sign * c;
-    if (w->known_sum > w->known_max)
-        w->known_max = w->known_sum;
-}
-
-/* Extends the run to end at b (a free or owned block) and drops from its
- * start what it does not need; 1 when it fits. */
-static int sweep_step(struct window_sweep *w, struct arena_block *b, size_t need)
-{
-    b->scored = 0;
-    w->run_bytes += b->size;
-    if (!b->is_free) {
-        w->n_used++;
-        w->last_used = b;
-    }
-    while (w->first != b && w->run_bytes - w->first->size >= need) {
-        struct arena_block *f = w->first;
-        w->first = f->next;
-        w->run_bytes -= f->size;
-        if (!f->is_free) {
-            w->n_used--;
-            if (f->scored)
-                sweep_known(w, f->window_cost, -1);
-        }
-    }
-    return w->run_bytes >= need;
-}
-
-/* The cost of [first, last] summed afresh in address order, asking the
- * scores not asked yet (and telling the sweep w of them, when the run is
- * its own); stops (returning INFINITY) at an unevictable member or once
- * the sum passes `bound`. */
-static double run_cost(struct window_sweep *w, struct arena_block *first, struct arena_block *last, double bound,
-                       arena_score_fn score, void *ctx)
-{
-    double sum = 0;
-    for (struct arena_block *m = first;; m = m->next) {
-        if (!m->is_free) {
-            int fresh = !m->scored;
-            double c = member_cost(m, score, ctx);
-            if (w && fresh)
-                sweep_known(w, c, 1);
-            if (c < 0 || (sum += c) > bound)
-                return INFINITY;
-        }
-        if (m == last)
-            return sum;
-    }
-}
-
 /* Skips a run of blocks without owner: such blocks never move and are
  * never evicted, and the weights at the top of the arena are a long run
  * of them. b->skip, when set, is the last block of a run starting at b. */
@@ -513,13 +423,24 @@ static struct arena_block *skip_unowned(struct arena_block *b)
     return last;
 }
 
-/* One sweep in address order. Runs holding at most one used block are
- * costed at once (one score each); a run of several is kept for later
- * unless its known scores already pass the best cost, and then costed
- * against the final best, stopping at the first member that passes it.
- * The result is the exhaustive search's: the cheapest run (the lowest end
- * on equal costs); runs containing an infinite score are never chosen. */
-int arena_find_window(struct arena *a, size_t bytes, arena_score_fn score, void *ctx,
+/* Whether a block may be part of a window. */
+static int usable(const struct arena_block *b, arena_evictable_fn evictable, void *ctx)
+{
+    return b->is_free || (b->owner && (!evictable || evictable(ctx, b->owner)));
+}
+
+/* Two pointers over the address-ordered blocks: [first, b] is a run of
+ * usable blocks, shrunk from the left while it still fits. Costs are
+ * non-negative, so the cheapest fitting run ending at b is the shortest
+ * one. The run's cost is one sliding sum, so once an infinite score (a
+ * storage accessed at this very tick) has left it the sum is NaN, and no
+ * later run before the next unevictable block is chosen; the decisions of
+ * every measured budget run depend on exactly this sum, so it stays.
+ * Scores are what a search costs, and it asks none it does not need: runs
+ * of blocks without owner are skipped whole, and the blocks of a stretch
+ * between unevictable ones that holds fewer than `bytes` in all (no window
+ * can end in it) are never scored. */
+int arena_find_window(struct arena *a, size_t bytes, arena_score_fn score, arena_evictable_fn evictable, void *ctx,
                       void **owners, size_t max_owners, size_t *n_owners)
 {
     *n_owners = 0;
@@ -527,66 +448,53 @@ int arena_find_window(struct arena *a, size_t bytes, arena_score_fn score, void 
         return -1;
     if (a->out_of_order > a->n_blocks / 8 + 16)
         relayout(a);
-    size_t need = arena_rounded(bytes), n_later = 0;
-    struct arena_block *best_first = NULL, *best_last = NULL;
+    size_t need = arena_rounded(bytes);
+    const struct arena_block *best_first = NULL, *best_last = NULL;
     double best_cost = INFINITY;
-    struct window_sweep w;
-    sweep_reset(&w, a->blocks);
-    for (struct arena_block *b = a->blocks; b; b = b->next) {
-        if (!b->is_free && !b->owner) {
-            b = skip_unowned(b);
-            sweep_reset(&w, b->next);
+    for (struct arena_block *b = a->blocks; b;) {
+        if (!usable(b, evictable, ctx)) {
+            b = (b->owner ? b : skip_unowned(b))->next;
             continue;
         }
-        if (!sweep_step(&w, b, need) || w.n_blocked)
+        /* the stretch [b, end] of usable blocks, and whether it can fit */
+        size_t stretch_bytes = 0;
+        struct arena_block *end = b;
+        for (struct arena_block *m = b; m && usable(m, evictable, ctx); m = m->next) {
+            stretch_bytes += m->size;
+            end = m;
+        }
+        if (stretch_bytes < need) {
+            b = end->next;
             continue;
-        if (w.n_used <= 1) {
-            double c = 0;
-            if (w.n_used)
-                c = run_cost(&w, w.last_used, w.last_used, INFINITY, score, ctx);
-            if (c == INFINITY)
-                continue;
-            if (c < best_cost) {
-                best_cost = c;
-                best_first = w.first;
-                best_last = b;
+        }
+        struct arena_block *first = b;
+        size_t run_bytes = 0;
+        double run_cost = 0;
+        for (struct arena_block *m = b;; m = m->next) {
+            double c = m->is_free ? 0 : score(ctx, m->owner);
+            m->window_cost = c;
+            if (c < 0) {
+                first = m->next;
+                run_bytes = 0;
+                run_cost = 0;
+            } else {
+                run_bytes += m->size;
+                run_cost += c;
+                while (first != m && run_bytes - first->size >= need) {
+                    run_bytes -= first->size;
+                    run_cost -= first->window_cost;
+                    first = first->next;
+                }
+                if (run_bytes >= need && run_cost < best_cost) {
+                    best_cost = run_cost;
+                    best_first = first;
+                    best_last = m;
+                }
             }
-            continue;
+            if (m == end)
+                break;
         }
-        /* known_sum slides by adding and subtracting: the margin covers a
-         * rounding per step. */
-        if (w.known_sum > best_cost + w.known_max * (double)a->n_blocks * 0x1p-50)
-            continue;
-        if (n_later == a->later_cap) {
-            size_t cap = a->later_cap ? 2 * a->later_cap : 256;
-            struct arena_block **later = realloc(a->later, 2 * cap * sizeof *later);
-            if (later) {
-                a->later = later;
-                a->later_cap = cap;
-            }
-        }
-        if (n_later < a->later_cap) {
-            a->later[2 * n_later] = w.first;
-            a->later[2 * n_later + 1] = b;
-            n_later++;
-            continue;
-        }
-        /* out of host memory to keep it: cost it now */
-        double c = run_cost(&w, w.first, b, best_cost, score, ctx);
-        if (c < best_cost || (c == best_cost && c < INFINITY && b->offset < best_last->offset)) {
-            best_cost = c;
-            best_first = w.first;
-            best_last = b;
-        }
-    }
-    for (size_t i = 0; i < n_later; i++) {
-        struct arena_block *first = a->later[2 * i], *last = a->later[2 * i + 1];
-        double c = run_cost(NULL, first, last, best_cost, score, ctx);
-        if (c < best_cost || (c == best_cost && c < INFINITY && last->offset < best_last->offset)) {
-            best_cost = c;
-            best_first = first;
-            best_last = last;
-        }
+        b = end->next;
     }
     if (!best_first)
         return -1;
@@ -616,66 +524,59 @@ static void unlink_free(struct arena *a, struct arena_block *m)
     a->n_blocks--;
 }
 
-int arena_compact(struct arena *a, size_t bytes, arena_movable_fn movable, arena_moved_fn moved, void *ctx)
+int arena_compact(struct arena *a, arena_movable_fn movable, arena_moved_fn moved, void *ctx)
 {
     if (!a->budget_bytes)
-        return -1;
-    size_t need = arena_rounded(bytes);
-    /* The same two pointers as the window search: [first, b] is the
-     * shortest run of free and movable blocks ending at free block b with
-     * `need` free bytes; it costs the bytes of its used blocks. */
-    struct arena_block *first = a->blocks, *best_first = NULL, *best_last = NULL;
-    size_t free_bytes = 0, used_bytes = 0, best_cost = SIZE_MAX;
-    for (struct arena_block *b = a->blocks; b; b = b->next) {
-        if (!b->is_free && (!b->owner || !movable(ctx, b->owner, a->base + b->offset))) {
-            if (!b->owner)
-                b = skip_unowned(b);
-            first = b->next;
-            free_bytes = used_bytes = 0;
+        return 0;
+    /* Slide, dropping the free blocks on the way... */
+    size_t write = 0;
+    for (struct arena_block *b = a->blocks, *next; b; b = next) {
+        next = b->next;
+        if (b->is_free) {
+            unlink_free(a, b);
             continue;
         }
-        if (!b->is_free) {
-            used_bytes += b->size;
-            continue;
-        }
-        free_bytes += b->size;
-        while (first != b && (!first->is_free || free_bytes - first->size >= need)) {
-            if (first->is_free)
-                free_bytes -= first->size;
-            else
-                used_bytes -= first->size;
-            first = first->next;
-        }
-        if (free_bytes >= need && used_bytes < best_cost) {
-            best_cost = used_bytes;
-            best_first = first;
-            best_last = b;
-        }
-    }
-    if (!best_first)
-        return -1;
-    /* Slide the used blocks down to the run's start; best_last's record
-     * becomes the one hole above them. */
-    size_t write = best_first->offset, end = best_last->offset + best_last->size;
-    for (struct arena_block *m = best_first, *next; m != best_last; m = next) {
-        next = m->next;
-        if (m->is_free) {
-            unlink_free(a, m);
-            continue;
-        }
-        if (m->offset != write) {
-            void *old = a->base + m->offset;
+        void *old = a->base + b->offset;
+        if (b->offset > write && b->owner && movable(ctx, b->owner, old)) {
             hash_take(a, old, 1);
-            a->backend->copy(a->backend->ctx, a->base + write, old, m->size);   /* memmove semantics */
-            m->offset = write;
-            hash_put(a, m);
-            moved(ctx, m->owner, old, a->base + write);
+            a->backend->copy(a->backend->ctx, a->base + write, old, b->size);   /* memmove semantics */
+            b->offset = write;
+            hash_put(a, b);
+            moved(ctx, b->owner, old, a->base + write);
         }
-        write += m->size;
+        write = b->offset + b->size;
     }
-    free_list_remove(a, best_last);
-    best_last->offset = write;
-    best_last->size = end - write;
-    free_list_add(a, best_last);
+    /* ...then one free block per gap, in address order (best fit breaks
+     * ties by the free list's order, and this is the order it had). */
+    size_t at = 0;
+    struct arena_block *prev = NULL;
+    for (struct arena_block *b = a->blocks;; b = b->next) {
+        size_t end = b ? b->offset : a->budget_bytes;
+        if (end > at) {
+            /* Sliding keeps each segment between immovable blocks its free
+             * bytes, so there are no more gaps than free blocks were
+             * recycled above: this takes no new memory. */
+            struct arena_block *gap = block_new(a);
+            if (!gap)
+                return -1;
+            gap->offset = at;
+            gap->size = end - at;
+            gap->is_free = 1;
+            gap->prev = prev;
+            gap->next = b;
+            if (prev)
+                prev->next = gap;
+            else
+                a->blocks = gap;
+            if (b)
+                b->prev = gap;
+            free_list_add(a, gap);
+            a->n_blocks++;
+        }
+        if (!b)
+            break;
+        prev = b;
+        at = b->offset + b->size;
+    }
     return 0;
 }

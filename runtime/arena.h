@@ -39,8 +39,6 @@ struct arena {
     struct arena_chunk *chunks;     /* where block records come from */
     struct arena_block *spare;      /* records not in use */
     size_t out_of_order;            /* records taken since they were last laid out */
-    struct arena_block **later;     /* arena_find_window's runs to cost last */
-    size_t later_cap;
     size_t n_blocks;
     /* Fill every allocation with 0xff bytes (NaN as float): a kernel that
      * reads an output before writing it shows up at once. Set from the
@@ -70,23 +68,24 @@ size_t arena_largest_free(const struct arena *a);
  * never evicted nor moved, and never scored. */
 typedef double (*arena_score_fn)(void *ctx, void *owner);
 
+/* Whether a block's owner may be evicted at all, much cheaper than its
+ * score; false must mean that its score would be negative. */
+typedef int (*arena_evictable_fn)(void *ctx, void *owner);
+
 /* Finds the contiguous run of blocks, each free or evictable, holding at
- * least `bytes`, with the lowest summed score of its evictable owners (on
- * equal sums the run ending lowest; a run with an infinite score is never
- * chosen). Writes up to max_owners owners to evict and their count;
- * returns 0, or -1 when no run fits. Scores are asked at most once per
- * block and only of blocks in some run that could still be the cheapest. */
-int arena_find_window(struct arena *a, size_t bytes, arena_score_fn score, void *ctx,
+ * least `bytes`, with the lowest summed score of its evictable owners (as
+ * one sliding sum: see arena.c). evictable() may be NULL (then every owner
+ * is scored). Writes up to max_owners owners to evict and their count;
+ * returns 0, or -1 when no run fits. */
+int arena_find_window(struct arena *a, size_t bytes, arena_score_fn score, arena_evictable_fn evictable, void *ctx,
                       void **owners, size_t max_owners, size_t *n_owners);
 
-/* Compaction for one request: of the runs of free blocks and blocks that
- * movable() accepts holding `bytes` free bytes in all, takes the one with
- * the fewest used bytes and slides its used blocks down, so that its free
- * space becomes one hole; moved() learns each new address. Only safe while
- * no kernel holds a pointer to a movable block. -1 (nothing moved) when no
- * such run exists. */
+/* Compaction: slides every block that movable() accepts down to the lowest
+ * free addresses before the next immovable block, so that the free space
+ * between immovable blocks becomes one hole; moved() learns each new
+ * address. Only safe while no kernel holds a pointer to a movable block. */
 typedef int (*arena_movable_fn)(void *ctx, void *owner, void *ptr);
 typedef void (*arena_moved_fn)(void *ctx, void *owner, void *old_ptr, void *new_ptr);
-int arena_compact(struct arena *a, size_t bytes, arena_movable_fn movable, arena_moved_fn moved, void *ctx);
+int arena_compact(struct arena *a, arena_movable_fn movable, arena_moved_fn moved, void *ctx);
 
 #endif

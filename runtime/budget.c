@@ -71,6 +71,12 @@ static double window_score(void *ctx, void *owner)
     return score;
 }
 
+static int window_evictable(void *ctx, void *owner)
+{
+    struct dtrx_session *s = ctx;
+    return dtr_storage_is_evictable(s->budget.dtr, (dtr_storage)((uintptr_t)owner - 1));
+}
+
 /* Evicts the cheapest contiguous window that makes `bytes` fit; 0 when it
  * did, -1 when no window exists. */
 static int evict_window(struct dtrx_session *s, size_t bytes)
@@ -79,7 +85,7 @@ static int evict_window(struct dtrx_session *s, size_t bytes)
     if (!owners && !(owners = s->budget.window = malloc(sizeof *owners * BUDGET_MAX_WINDOW)))
         return -1;
     size_t n = 0;
-    if (arena_find_window(&s->arena, bytes, window_score, s, owners, BUDGET_MAX_WINDOW, &n))
+    if (arena_find_window(&s->arena, bytes, window_score, window_evictable, s, owners, BUDGET_MAX_WINDOW, &n))
         return -1;
     for (size_t i = 0; i < n; i++) {
         dtr_storage st = (dtr_storage)((uintptr_t)owners[i] - 1);
@@ -129,7 +135,7 @@ static void *budget_arena_alloc(struct dtrx_session *s, size_t bytes, void *owne
         return p;
     if (!evict_window(s, bytes) && (p = alloc(&s->arena, bytes, owner)))
         return p;
-    if (!arena_compact(&s->arena, bytes, block_movable, block_moved, s)) {
+    if (!arena_compact(&s->arena, block_movable, block_moved, s)) {
         s->budget.compactions++;
         p = alloc(&s->arena, bytes, owner);
     }

@@ -39,7 +39,7 @@ static int mem_alloc(void *ctx, dtr_storage st, uint64_t bytes, unsigned flags)
     if (!p && h->window && h->arena.budget_bytes - h->arena.in_use_bytes >= arena_rounded(bytes)) {
         void *owners[8];
         size_t n;
-        if (!arena_find_window(&h->arena, bytes, score_owner, h, owners, 8, &n)) {
+        if (!arena_find_window(&h->arena, bytes, score_owner, NULL, h, owners, 8, &n)) {
             for (size_t i = 0; i < n; i++)
                 dtr_storage_evict(h->dtr, (dtr_storage)((uintptr_t)owners[i] - 1));
             h->windows_used++;
