@@ -80,6 +80,16 @@ static int milp_paper_form(void)
     return e && !strcmp(e, "paper");
 }
 
+/* DTRX_MILP_FORM=disagg: each hazard its own row (F <= R[t,k],
+ * F <= 1 - S[t+1,i], F <= 1 - R[t,j]) and F continuous: the same integer
+ * optima, a tighter relaxation (the aggregated row lets F reach
+ * 1 - h / maxh), more rows. */
+static int milp_disagg_form(void)
+{
+    const char *e = getenv("DTRX_MILP_FORM");
+    return e && !strcmp(e, "disagg");
+}
+
 /* Kept bytes (units) resident while stage t computes k: every node's
  * before t, and t's own from its computation (k = t) on. */
 static double kept_units(const double *M, uint32_t T, uint32_t t, uint32_t k)
@@ -93,7 +103,7 @@ static int write_lp(const char *path, const struct plan_graph *g, const double *
     FILE *f = fopen(path, "w");
     if (!f)
         return -1;
-    int paper = milp_paper_form();
+    int paper = milp_paper_form(), disagg = milp_disagg_form();
     uint32_t T = g->n;
     /* objective */
     fprintf(f, "Minimize\n obj:");
@@ -134,6 +144,18 @@ static int write_lp(const char *path, const struct plan_graph *g, const double *
                     snprintf(keep, sizeof keep, " - S%u_%u", t + 1, i);
                 /* fa: -F + R[t,k] - S[t+1,i] - sum R <= last_out
                  * fb: -maxh F + R[t,k] - S[t+1,i] - sum R >= 1 + last_out - maxh */
+                if (disagg) {
+                    /* F <= R[t,k]; F <= 1 - S[t+1,i]; F <= 1 - R[t,j] */
+                    fprintf(f, " ga%u_%u_%u: F%u_%u_%u - R%u_%u <= 0\n", t, i, k, t, i, k, t, k);
+                    if (t + 1 < T)
+                        fprintf(f, " gb%u_%u_%u: F%u_%u_%u + S%u_%u <= 1\n", t, i, k, t, i, k, t + 1, i);
+                    for (uint32_t p = g->succ_at[i]; p < g->succ_at[i + 1]; p++) {
+                        uint32_t j = g->succs[p];
+                        if (j > k && j <= t)
+                            fprintf(f, " gc%u_%u_%u_%u: F%u_%u_%u + R%u_%u <= 1\n", t, i, k, j, t, i, k, t, j);
+                    }
+                    continue;
+                }
                 for (int row = !paper; row < 2; row++) {
                     if (row == 0)
                         fprintf(f, " fa%u_%u_%u: - F%u_%u_%u + R%u_%u%s", t, i, k, t, i, k, t, k, keep);
@@ -206,7 +228,7 @@ static int write_lp(const char *path, const struct plan_graph *g, const double *
         for (uint32_t t = 0; t < T; t++) {
             for (uint32_t i = 0; i < t; i++)
                 fprintf(f, " R%u_%u S%u_%u\n", t, i, t, i);
-            for (uint32_t k = 0; k <= t; k++)
+            for (uint32_t k = 0; !disagg && k <= t; k++)
                 for (uint32_t q = g->pred_at[k]; q <= g->pred_at[k + 1]; q++)
                     fprintf(f, " F%u_%u_%u\n", t, q < g->pred_at[k + 1] ? g->preds[q] : k, k);
         }
@@ -525,10 +547,15 @@ done:
  * infeasible relaxation proves that no schedule exists; then lower), S
  * rounded at thresholds 0.1 ... 0.9, R by the closure; the cheapest
  * schedule within the budget. PLAN_INFEASIBLE with "infeasible" in err
- * when the relaxation itself has no solution at the full budget. */
+ * when the relaxation itself has no solution at the full budget.
+ * *lp_bound: the full-budget relaxation's optimum when it was solved to
+ * optimality (a lower bound of the MILP's optimum), else NAN; with
+ * want_bound the full budget is solved (and rounded too) even after 0.9
+ * gave a schedule. */
 static enum plan_status lp_round(const struct plan_graph *g, const double *M, double budget_units,
-                                 uint64_t budget_bytes, const struct plan_options *o, struct schedule *best_out,
-                                 double *best_cost, double *seconds, char *err, size_t err_size)
+                                 uint64_t budget_bytes, const struct plan_options *o, int want_bound,
+                                 struct schedule *best_out, double *best_cost, double *lp_bound, double *seconds,
+                                 char *err, size_t err_size)
 {
     static const double factors[] = { 0.9, 1.0, 0.75, 0.5 };
     uint32_t T = g->n;
@@ -539,11 +566,14 @@ static enum plan_status lp_round(const struct plan_graph *g, const double *M, do
     enum plan_status rc = PLAN_ERROR;
     double t0 = now_s();
     *best_cost = INFINITY;
+    *lp_bound = NAN;
     if (!S) {
         snprintf(err, err_size, "out of memory");
         return PLAN_ERROR;
     }
-    for (size_t f = 0; f < sizeof factors / sizeof factors[0] && !isfinite(*best_cost); f++) {
+    for (size_t f = 0; f < sizeof factors / sizeof factors[0]; f++) {
+        if (isfinite(*best_cost) && !(want_bound && factors[f] == 1.0))
+            continue;
         if (o->time_limit_s > 0 && now_s() - t0 > o->time_limit_s)
             break;
         free(sol.S);
@@ -560,6 +590,8 @@ static enum plan_status lp_round(const struct plan_graph *g, const double *M, do
             }
             continue;
         }
+        if (factors[f] == 1.0 && !strcmp(sol.status, "optimal"))
+            *lp_bound = sol.objective;
         for (int th = 1; th <= 9; th++) {
             struct schedule cand;
             for (size_t k = 0; k < (size_t)T * T; k++)
@@ -584,7 +616,12 @@ static enum plan_status lp_round(const struct plan_graph *g, const double *M, do
         }
     }
     if (!isfinite(*best_cost)) {
-        snprintf(err, err_size, "no rounding of the LP relaxation fits %llu bytes", (unsigned long long)budget_bytes);
+        if (isfinite(*lp_bound))
+            snprintf(err, err_size, "no rounding of the LP relaxation fits %llu bytes (the relaxation's optimum, "
+                     "a lower bound of any schedule's compute: %.17g)", (unsigned long long)budget_bytes, *lp_bound);
+        else
+            snprintf(err, err_size, "no rounding of the LP relaxation fits %llu bytes",
+                     (unsigned long long)budget_bytes);
         rc = PLAN_INFEASIBLE;
         goto done;
     }
@@ -697,13 +734,15 @@ enum plan_status plan_checkmate(const struct plan_graph *g, uint64_t budget_byte
     double budget_units = floor((double)(budget_bytes - g->param_bytes) / (double)unit);
     enum plan_status rc = PLAN_ERROR;
     struct lp_solution sol = { 0 };
-    double t0 = now_s(), lp_s = 0, lp_best = INFINITY;
+    double t0 = now_s(), lp_s = 0, lp_best = INFINITY, lp_bound = NAN;
     struct schedule rounded;
     schedule_init(&rounded);
-    /* The LP relaxation with rounding: the answer of checkmate-lp, and the
-     * MIP start of checkmate (the MILP's own search finds no incumbent for
-     * a long time on the larger graphs). */
-    enum plan_status lrc = lp_round(g, M, budget_units, budget_bytes, o, &rounded, &lp_best, &lp_s, err, err_size);
+    /* The LP relaxation with rounding: the answer of checkmate-lp (with
+     * the full-budget relaxation's optimum as its bound), and the MIP
+     * start of checkmate (the MILP's own search finds no incumbent for a
+     * long time on the larger graphs). */
+    enum plan_status lrc = lp_round(g, M, budget_units, budget_bytes, o, relax, &rounded, &lp_best, &lp_bound, &lp_s,
+                                    err, err_size);
     if (lrc == PLAN_ERROR)
         goto done;
     if (!relax && !milp_paper_form() && !(lrc == PLAN_INFEASIBLE && strstr(err, "infeasible"))) {
@@ -727,6 +766,9 @@ enum plan_status plan_checkmate(const struct plan_graph *g, uint64_t budget_byte
         rounded.steps = NULL;
         snprintf(out->solver.status, sizeof out->solver.status, "rounded");
         out->solver.objective = lp_best;
+        out->solver.bound = lp_bound;
+        if (isfinite(lp_bound))
+            out->solver.gap = lp_best > 0 ? fmax(0, (lp_best - lp_bound) / lp_best) : 0;
         rc = PLAN_OK;
         goto done;
     }
@@ -742,8 +784,12 @@ enum plan_status plan_checkmate(const struct plan_graph *g, uint64_t budget_byte
         goto done;
     out->solver.solve_seconds = sol.seconds + lp_s;
     out->solver.objective = sol.objective;
-    out->solver.bound = sol.bound;
+    /* the MILP's bound, or the relaxation's when it is higher or the MILP
+     * has none (stopped before its root LP) */
+    out->solver.bound = isfinite(lp_bound) && !(sol.bound >= lp_bound) ? lp_bound : sol.bound;
     out->solver.gap = sol.gap;
+    if (isfinite(out->solver.bound) && isfinite(sol.objective) && out->solver.bound != sol.bound)
+        out->solver.gap = sol.objective > 0 ? fmax(0, (sol.objective - out->solver.bound) / sol.objective) : 0;
     snprintf(out->solver.status, sizeof out->solver.status, "%s", sol.status);
     if (!strcmp(sol.status, "infeasible")) {
         snprintf(err, err_size, "infeasible: no schedule of %s fits %llu bytes (the MILP is infeasible, %.3g s)",

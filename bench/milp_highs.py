@@ -106,7 +106,8 @@ def main():
             out["bound"] = bound
             if math.isfinite(bound):
                 out["gap"] = max(0.0, (obj - bound) / abs(obj)) if obj else 0.0
-        else:
+        elif status == "optimal":
+            # an LP's optimum bounds the MILP; a point it stopped at does not
             out["bound"] = obj
             out["gap"] = 0.0
         values = h.getSolution().col_value
