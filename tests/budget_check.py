@@ -160,7 +160,8 @@ def planned(dtrexec, tmp):
     path = make_model("mlp", tmp)
     res, base, base_w = train(dtrexec, path, tmp, "base", [])
     graph = os.path.join(tmp, "graph.json")
-    run(dtrexec, ["export", path, "--train", "-o", graph], 0)
+    # the same optimizer as train() uses: its state is part of what the graph must account for
+    run(dtrexec, ["export", path, "--train", "--optimizer", "momentum", "-o", graph], 0)
     checked = 0
     for solver, budget in [("checkpoint-all", "1.0x"), ("chen-sqrtn", "0.9x"), ("chen-sqrtn", "0.8x"),
                            ("griewank", "0.9x")]:
