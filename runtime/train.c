@@ -294,6 +294,7 @@ struct backward {
     struct dtrx_session *s;
     struct rt_call *call;
     const char *tag;
+    int first_new;                 /* the first value this emitter call made */
     enum dtrx_status status;
     char err[1024];
 };
@@ -334,10 +335,17 @@ static int bw_add_dx(struct grad_ctx *g, int i, int h)
         hold_grad(s, x, h);
         return 0;
     }
-    int sum, in[2] = { x->grad, h };
+    int old = x->grad, sum, in[2] = { x->grad, h };
     if (bw_emit(g, "Add", NULL, 0, 2, in, 1, &sum))
         return -1;
     hold_grad(s, x, sum);
+    /* The partial sum is consumed. One from an earlier emitter call would
+     * otherwise stay held to the end of the step (release_temporaries only
+     * sees this call's values): under a budget DTR then keeps it or has to
+     * evict it by score, instead of freeing it now. */
+    struct rt_value *o = s->values[old];
+    if (!o->grad_refs && old < b->first_new && o->kind == RT_VALUE_INTERMEDIATE)
+        rt_value_release(s, o);
     return 0;
 }
 
@@ -431,6 +439,7 @@ static enum dtrx_status backward_call(struct dtrx_session *s, struct rt_call *c)
         b.g.err = b.err;
         b.g.err_size = sizeof b.err;
         int first_new = s->n_values;
+        b.first_new = first_new;
         s->env.seed = c->seed;   /* emitters of random ops read the forward call's seed */
         int failed = c->def->grad(&b.g);
         if (in_t != in_inline)

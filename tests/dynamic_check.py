@@ -64,8 +64,11 @@ STEPS = 3
 # Two budgets where each model recomputes (the sequence-frontier TreeLSTM
 # keeps little beyond its per-subtree states; the LSTM's Scan cuts its input
 # with one Split, whose gradient Concat needs every step's gradient at once,
-# so its peak is low and its budgets close to it).
-BUDGET_RATIOS = {"lstm_var_len": (0.9, 0.8), "treelstm": (0.6, 0.3), "early_exit": (0.6, 0.5)}
+# so its peak is low and its budgets close to it). Since the backward pass
+# releases consumed partial gradient sums at once (train.c), the LSTM's and
+# the TreeLSTM's unbudgeted peaks are 305 KB and 103 KB, down from 419 KB
+# and 391 KB: the ratios moved up, the budgets in bytes went down.
+BUDGET_RATIOS = {"lstm_var_len": (0.98, 0.97), "treelstm": (0.95, 0.9), "early_exit": (0.6, 0.5)}
 
 
 def fail(msg):
@@ -275,15 +278,15 @@ def check_long_scan(dtrexec, tmp):
     res, base, base_w = train(dtrexec, path, tmp, "long-base", dims)
     if res.returncode:
         fail(f"long scan: unbudgeted training exited {res.returncode}: {res.stderr.strip()}")
-    budget = int(base["peak_bytes"] * 0.85)
+    budget = int(base["peak_bytes"] * 0.97)
     res, st, w = train(dtrexec, path, tmp, "long-dtr", dims + ["--budget", str(budget), "--verify-remat"])
     if res.returncode:
-        fail(f"long scan at 0.85x exited {res.returncode}: {res.stderr.strip()}")
+        fail(f"long scan at 0.97x exited {res.returncode}: {res.stderr.strip()}")
     if st["loss"] != base["loss"] or any(base_w[k].tobytes() != w[k].tobytes() for k in base_w):
         fail(f"long scan: losses {st['loss']} or weights differ from the unbudgeted {base['loss']}")
     if st["peak_bytes"] > budget or not st["remats"]:
         fail(f"long scan: peak {st['peak_bytes']} (budget {budget}), {st['remats']} recomputations")
-    print(f"ok   lstm_var_len over {[d['seq'] for d in st['step_dims']]} steps at 0.85x: bit-identical, "
+    print(f"ok   lstm_var_len over {[d['seq'] for d in st['step_dims']]} steps at 0.97x: bit-identical, "
           f"{st['remats']} recomputations")
 
 
