@@ -439,7 +439,7 @@ static int usable(const struct arena_block *b, arena_evictable_fn evictable, voi
  * Scores are what a search costs, and it asks none it does not need: runs
  * of blocks without owner are skipped whole, and the blocks of a stretch
  * between unevictable ones that holds fewer than `bytes` in all (no window
- * can end in it) are never scored. */
+ * can end in it) are never scored, only tested with evictable(). */
 int arena_find_window(struct arena *a, size_t bytes, arena_score_fn score, arena_evictable_fn evictable, void *ctx,
                       void **owners, size_t max_owners, size_t *n_owners)
 {
@@ -456,45 +456,41 @@ int arena_find_window(struct arena *a, size_t bytes, arena_score_fn score, arena
             b = (b->owner ? b : skip_unowned(b))->next;
             continue;
         }
-        /* the stretch [b, end] of usable blocks, and whether it can fit */
+        /* Does the stretch of usable blocks from b reach `bytes`? */
         size_t stretch_bytes = 0;
-        struct arena_block *end = b;
-        for (struct arena_block *m = b; m && usable(m, evictable, ctx); m = m->next) {
-            stretch_bytes += m->size;
-            end = m;
-        }
+        struct arena_block *m = b;
+        while (m && usable(m, evictable, ctx) && (stretch_bytes += m->size) < need)
+            m = m->next;
         if (stretch_bytes < need) {
-            b = end->next;
+            b = m;   /* the unusable block that ends it, or the end */
             continue;
         }
+        /* Then slide over it, scoring, until a block cannot be evicted
+         * (evictable() only asks what the score would say anyway, and asks
+         * each storage once where a stretch is long: each first touch of a
+         * storage's record is a cache miss, after kernels ran). */
         struct arena_block *first = b;
         size_t run_bytes = 0;
         double run_cost = 0;
-        for (struct arena_block *m = b;; m = m->next) {
-            double c = m->is_free ? 0 : score(ctx, m->owner);
-            m->window_cost = c;
-            if (c < 0) {
-                first = m->next;
-                run_bytes = 0;
-                run_cost = 0;
-            } else {
-                run_bytes += m->size;
-                run_cost += c;
-                while (first != m && run_bytes - first->size >= need) {
-                    run_bytes -= first->size;
-                    run_cost -= first->window_cost;
-                    first = first->next;
-                }
-                if (run_bytes >= need && run_cost < best_cost) {
-                    best_cost = run_cost;
-                    best_first = first;
-                    best_last = m;
-                }
-            }
-            if (m == end)
+        for (m = b; m; m = m->next) {
+            double c = m->is_free ? 0 : m->owner ? score(ctx, m->owner) : -1;
+            if (c < 0)
                 break;
+            m->window_cost = c;
+            run_bytes += m->size;
+            run_cost += c;
+            while (first != m && run_bytes - first->size >= need) {
+                run_bytes -= first->size;
+                run_cost -= first->window_cost;
+                first = first->next;
+            }
+            if (run_bytes >= need && run_cost < best_cost) {
+                best_cost = run_cost;
+                best_first = first;
+                best_last = m;
+            }
         }
-        b = end->next;
+        b = m ? (m->owner ? m : skip_unowned(m))->next : NULL;
     }
     if (!best_first)
         return -1;
