@@ -4,6 +4,7 @@
  * the MILP against the baselines, and the CLI's exit codes. */
 #define _POSIX_C_SOURCE 200809L
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -465,6 +466,42 @@ START_TEST(test_milp_vgg16)
 }
 END_TEST
 
+/* checkmate-lp reports the full-budget LP relaxation's optimum as its
+ * bound: at least one pass of every node, at most the MILP's optimum and
+ * its own rounded schedule. */
+static void lp_bound_check(const char *path, double ratio)
+{
+    struct plan_graph g;
+    struct schedule_result all, m, r;
+    struct schedule s;
+    struct plan_options o;
+    char err[600];
+    load_graph(path, &g);
+    check_plan(&g, PLAN_CHECKPOINT_ALL, 0, &all);
+    uint64_t budget = (uint64_t)((double)all.peak_bytes * ratio);
+    check_plan(&g, PLAN_CHECKMATE_MILP, budget, &m);
+    plan_options_default(&o);
+    o.time_limit_s = 60;
+    ck_assert_int_eq(plan_make(&g, PLAN_CHECKMATE_LP, budget, &o, &s, err, sizeof err), PLAN_OK);
+    ck_assert(schedule_simulate(&g, &s, budget, &r, err, sizeof err) == 0);
+    double b = s.solver.bound, tol = 1e-6 * all.total_compute;
+    ck_assert_msg(isfinite(b), "%s at %.2f: checkmate-lp reports no bound", g.name, ratio);
+    ck_assert_msg(b >= all.total_compute - tol && b <= m.total_compute + tol && b <= r.total_compute + tol,
+                  "%s at %.2f: LP bound %g outside [%g, min(MILP %g, rounded %g)]", g.name, ratio, b,
+                  all.total_compute, m.total_compute, r.total_compute);
+    schedule_free(&s);
+    plan_graph_free(&g);
+}
+
+START_TEST(test_lp_bound)
+{
+    if (!have_highs())
+        return;
+    lp_bound_check(chain_graph(), 0.8);
+    lp_bound_check(GRAPHS "vgg16-256-train.json", 0.86);
+}
+END_TEST
+
 /* Checkmate's published rows (DTRX_MILP_FORM=paper) and the default
  * formulation (one hazard row per free, classic MIP starts) prove the same
  * optimum. */
@@ -565,6 +602,7 @@ int main(void)
     tcase_add_test(tc, test_milp_chain);
     tcase_add_test(tc, test_workspace_and_kept);
     tcase_add_test(tc, test_milp_vgg16);
+    tcase_add_test(tc, test_lp_bound);
     tcase_add_test(tc, test_milp_forms_agree);
     tcase_add_test(tc, test_cli);
     suite_add_tcase(su, tc);
