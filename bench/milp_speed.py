@@ -134,8 +134,12 @@ def write_outputs(a, rows, load0, t0):
         w.writeheader()
         for r in rows:
             w.writerow({k: "" if r.get(k) is None else r[k] for k in fields})
+    argv = sys.argv[1:]
+    if "--note" in argv:  # the note is printed as a sentence below
+        k = argv.index("--note")
+        del argv[k:k + 2]
     L = ["# Checkmate's MILP solve times (HiGHS, one thread) next to Checkmate's published ones", "",
-         f"`python3 bench/milp_speed.py {' '.join(sys.argv[1:])}`, {time.strftime('%Y-%m-%d %H:%M')}, "
+         f"`python3 bench/milp_speed.py {' '.join(argv)}`, {time.strftime('%Y-%m-%d %H:%M')}, "
          f"load average {load0:.1f} at the start and {os.getloadavg()[0]:.1f} at the end "
          f"({time.monotonic() - t0:.0f} s); HiGHS {a.highs}, one thread, {a.time_limit:g} s per budget "
          "(LP rounding and classic starts included) on the shared 2-core machine. Overheads are the schedule's "
@@ -188,6 +192,7 @@ def main():
                     else:
                         r[k] = float(v) if v not in ("", None) else None
                 rows.append(r)
+        rows.sort(key=lambda r: (r["graph"], -r["ratio"]))
         write_outputs(a, rows, load0, t0)
         return 0
     with tempfile.TemporaryDirectory() as tmp:

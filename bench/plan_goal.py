@@ -133,7 +133,7 @@ def load(results):
             if key(r["model"], r["ratio"]) not in rows:
                 continue
             x = row(r["model"], r["ratio"])
-            x.schedule(num(r["overhead"]), "checkmate")
+            x.schedule(num(r["overhead"]), "checkmate-lp" if r["status"] == "rounded" else "checkmate")
             x.lower(num(r["bound_overhead"]), r["note"] or "MILP bound")
             if r["status"] == "optimal":
                 x.proven = True
@@ -164,7 +164,8 @@ def verdict(x):
         if x.best < 1.5:
             return "missed"
         return f"undecided: dtr-eq > 1.1x any optimum, but the goal applies only if the optimum < 1.5 (known: {x.bound:.4f}..{x.best:.4f})"
-    return f"undecided: needs a bound >= {eq / 1.1:.4f} or a schedule < {eq / 1.1:.4f}"
+    need = min(1.5, eq / 1.1)
+    return f"undecided: a bound >= {need:.4f} or a schedule < {need:.4f} would decide"
 
 
 def ratio_text(v, x):
