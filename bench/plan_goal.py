@@ -184,8 +184,8 @@ def report(results):
          "checkpoint-all's peak, the ones `dtrexec bench` and bench/plan_zoo.py used). The optimum is Checkmate's "
          "MILP optimum (frontier-advancing stage schedules, Checkmate's memory accounting). Where HiGHS did "
          "not prove it, it lies in [bound, best]: bound = the highest valid lower bound known (1.0: every "
-         "node runs once; the MILP's dual bound from the runs named; the LP relaxation's optimum is never "
-         "higher than the MILP's root bound here), best = the cheapest schedule any static planner found "
+         "node runs once; the MILP's dual bound from the runs named; the LP relaxation's optimum, of which "
+         "the disaggregated form's (DTRX_MILP_FORM=disagg) beats the MILP's root bound on the zoo graphs), best = the cheapest schedule any static planner found "
          "(checkmate's MILP incumbent, its rounded LP, Chen, Griewank). Ratios x/opt are then ranges "
          "x/best..x/bound; below 1: DTR beats every static schedule known.", "",
          "| graph | ratio | optimum or [bound, best] | bound from | best by | dtr | dtr-eq | lru | dtr/opt | "
