@@ -848,6 +848,11 @@ uint64_t dtr_storage_bytes(const struct dtr *d, dtr_storage s)
     return s < d->n_storages ? d->storages[s].bytes : 0;
 }
 
+double dtr_storage_compute(const struct dtr *d, dtr_storage s)
+{
+    return s < d->n_storages ? d->storages[s].compute : 0;
+}
+
 int dtr_storage_is_evictable(const struct dtr *d, dtr_storage s)
 {
     return s < d->n_storages && d->storages[s].in_pool;

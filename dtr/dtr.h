@@ -178,6 +178,9 @@ int dtr_tensor_is_resident(const struct dtr *d, dtr_tensor t);
 dtr_storage dtr_tensor_storage(const struct dtr *d, dtr_tensor t);
 
 uint64_t dtr_storage_bytes(const struct dtr *d, dtr_storage s);
+/* What recomputing s costs by itself: the cost of the calls that make its
+ * tensors (evicted inputs would add theirs). */
+double dtr_storage_compute(const struct dtr *d, dtr_storage s);
 /* 1 when s is resident, unlocked, unpinned: a candidate for eviction. */
 int dtr_storage_is_evictable(const struct dtr *d, dtr_storage s);
 /* The heuristic's score of an evictable storage (lower goes first); counts

@@ -432,10 +432,10 @@ static int usable(const struct arena_block *b, arena_evictable_fn evictable, voi
 /* Two pointers over the address-ordered blocks: [first, b] is a run of
  * usable blocks, shrunk from the left while it still fits. Costs are
  * non-negative, so the cheapest fitting run ending at b is the shortest
- * one. The run's cost is one sliding sum, so once an infinite score (a
- * storage accessed at this very tick) has left it the sum is NaN, and no
- * later run before the next unevictable block is chosen; the decisions of
- * every measured budget run depend on exactly this sum, so it stays.
+ * one. The run's cost is one sliding sum of its finite scores plus a count
+ * of its infinite ones (storages accessed at this very tick): a run holding
+ * one is never chosen, and one that has dropped it is costed again (a plain
+ * sliding sum turned NaN there and hid every later run of the stretch).
  * Scores are what a search costs, and it asks none it does not need: runs
  * of blocks without owner are skipped whole, and the blocks of a stretch
  * between unevictable ones that holds fewer than `bytes` in all (no window
@@ -470,7 +470,7 @@ int arena_find_window(struct arena *a, size_t bytes, arena_score_fn score, arena
          * each storage once where a stretch is long: each first touch of a
          * storage's record is a cache miss, after kernels ran). */
         struct arena_block *first = b;
-        size_t run_bytes = 0;
+        size_t run_bytes = 0, run_infinite = 0;
         double run_cost = 0;
         for (m = b; m; m = m->next) {
             double c = m->is_free ? 0 : m->owner ? score(ctx, m->owner) : -1;
@@ -478,13 +478,19 @@ int arena_find_window(struct arena *a, size_t bytes, arena_score_fn score, arena
                 break;
             m->window_cost = c;
             run_bytes += m->size;
-            run_cost += c;
+            if (isinf(c))
+                run_infinite++;
+            else
+                run_cost += c;
             while (first != m && run_bytes - first->size >= need) {
                 run_bytes -= first->size;
-                run_cost -= first->window_cost;
+                if (isinf(first->window_cost))
+                    run_infinite--;
+                else
+                    run_cost -= first->window_cost;
                 first = first->next;
             }
-            if (run_bytes >= need && run_cost < best_cost) {
+            if (run_bytes >= need && !run_infinite && run_cost < best_cost) {
                 best_cost = run_cost;
                 best_first = first;
                 best_last = m;
@@ -520,10 +526,90 @@ static void unlink_free(struct arena *a, struct arena_block *m)
     a->n_blocks--;
 }
 
-int arena_compact(struct arena *a, arena_movable_fn movable, arena_moved_fn moved, void *ctx)
+/* The span a compaction for `need` bytes moves least in: [first, last] is
+ * a run of free and movable blocks ending at a free block, holding `need`
+ * free bytes, with the fewest bytes in its used blocks (the lowest such run
+ * on ties). Two pointers, as the window search: the cheapest fitting run
+ * ending at a block is the shortest. Returns those bytes, SIZE_MAX if no
+ * run holds `need` free bytes. */
+static size_t compact_span(struct arena *a, size_t need, arena_movable_fn movable, void *ctx,
+                           struct arena_block **span_first, struct arena_block **span_last)
+{
+    struct arena_block *first = a->blocks;
+    size_t free_bytes = 0, used_bytes = 0, best = SIZE_MAX;
+    *span_first = *span_last = NULL;
+    for (struct arena_block *b = a->blocks; b; b = b->next) {
+        if (!b->is_free && (!b->owner || !movable(ctx, b->owner, a->base + b->offset))) {
+            if (!b->owner)
+                b = skip_unowned(b);
+            first = b->next;
+            free_bytes = used_bytes = 0;
+            continue;
+        }
+        if (!b->is_free) {
+            used_bytes += b->size;
+            continue;
+        }
+        free_bytes += b->size;
+        while (first != b && (!first->is_free || free_bytes - first->size >= need)) {
+            if (first->is_free)
+                free_bytes -= first->size;
+            else
+                used_bytes -= first->size;
+            first = first->next;
+        }
+        if (free_bytes >= need && used_bytes < best) {
+            best = used_bytes;
+            *span_first = first;
+            *span_last = b;
+        }
+    }
+    return best;
+}
+
+size_t arena_compact_cost(struct arena *a, size_t bytes, arena_movable_fn movable, void *ctx)
+{
+    struct arena_block *first, *last;
+    return a->budget_bytes ? compact_span(a, arena_rounded(bytes), movable, ctx, &first, &last) : SIZE_MAX;
+}
+
+/* Slides the used blocks of the cheapest span down to its start; the
+ * span's last (free) block becomes the one hole above them. */
+static int compact_for(struct arena *a, size_t bytes, arena_movable_fn movable, arena_moved_fn moved, void *ctx)
+{
+    struct arena_block *span_first, *span_last;
+    if (compact_span(a, arena_rounded(bytes), movable, ctx, &span_first, &span_last) == SIZE_MAX)
+        return -1;
+    size_t write = span_first->offset, end = span_last->offset + span_last->size;
+    for (struct arena_block *m = span_first, *next; m != span_last; m = next) {
+        next = m->next;
+        if (m->is_free) {
+            unlink_free(a, m);
+            continue;
+        }
+        if (m->offset != write) {
+            void *old = a->base + m->offset;
+            hash_take(a, old, 1);
+            a->backend->copy(a->backend->ctx, a->base + write, old, m->size);   /* memmove semantics */
+            m->offset = write;
+            hash_put(a, m);
+            moved(ctx, m->owner, old, a->base + write);
+        }
+        write += m->size;
+    }
+    free_list_remove(a, span_last);
+    span_last->offset = write;
+    span_last->size = end - write;
+    free_list_add(a, span_last);
+    return 0;
+}
+
+int arena_compact(struct arena *a, size_t bytes, arena_movable_fn movable, arena_moved_fn moved, void *ctx)
 {
     if (!a->budget_bytes)
         return 0;
+    if (bytes)
+        return compact_for(a, bytes, movable, moved, ctx);
     /* Slide, dropping the free blocks on the way... */
     size_t write = 0;
     for (struct arena_block *b = a->blocks, *next; b; b = next) {

@@ -80,12 +80,18 @@ typedef int (*arena_evictable_fn)(void *ctx, void *owner);
 int arena_find_window(struct arena *a, size_t bytes, arena_score_fn score, arena_evictable_fn evictable, void *ctx,
                       void **owners, size_t max_owners, size_t *n_owners);
 
-/* Compaction: slides every block that movable() accepts down to the lowest
- * free addresses before the next immovable block, so that the free space
- * between immovable blocks becomes one hole; moved() learns each new
+/* Compaction. With bytes == 0: slides every block that movable() accepts
+ * down to the lowest free addresses before the next immovable block, so
+ * that the free space between immovable blocks becomes one hole. With
+ * bytes > 0: makes one hole of at least `bytes` by sliding the fewest bytes,
+ * the used blocks of the cheapest run of free and movable blocks holding
+ * that much free space (-1 when none does). moved() learns each new
  * address. Only safe while no kernel holds a pointer to a movable block. */
 typedef int (*arena_movable_fn)(void *ctx, void *owner, void *ptr);
 typedef void (*arena_moved_fn)(void *ctx, void *owner, void *old_ptr, void *new_ptr);
-int arena_compact(struct arena *a, arena_movable_fn movable, arena_moved_fn moved, void *ctx);
+int arena_compact(struct arena *a, size_t bytes, arena_movable_fn movable, arena_moved_fn moved, void *ctx);
+/* Bytes arena_compact(a, bytes, ...) would move; SIZE_MAX when it cannot
+ * make the hole. */
+size_t arena_compact_cost(struct arena *a, size_t bytes, arena_movable_fn movable, void *ctx);
 
 #endif

@@ -77,9 +77,10 @@ static int window_evictable(void *ctx, void *owner)
     return dtr_storage_is_evictable(s->budget.dtr, (dtr_storage)((uintptr_t)owner - 1));
 }
 
-/* Evicts the cheapest contiguous window that makes `bytes` fit; 0 when it
- * did, -1 when no window exists. */
-static int evict_window(struct dtrx_session *s, size_t bytes)
+/* The cheapest contiguous window that makes `bytes` fit, its owners in
+ * s->budget.window: their count, or -1 when no window exists. *compute is
+ * what recomputing them would cost by themselves. */
+static long find_window(struct dtrx_session *s, size_t bytes, double *compute)
 {
     void **owners = s->budget.window;
     if (!owners && !(owners = s->budget.window = malloc(sizeof *owners * BUDGET_MAX_WINDOW)))
@@ -87,7 +88,16 @@ static int evict_window(struct dtrx_session *s, size_t bytes)
     size_t n = 0;
     if (arena_find_window(&s->arena, bytes, window_score, window_evictable, s, owners, BUDGET_MAX_WINDOW, &n))
         return -1;
-    for (size_t i = 0; i < n; i++) {
+    *compute = 0;
+    for (size_t i = 0; i < n; i++)
+        *compute += dtr_storage_compute(s->budget.dtr, (dtr_storage)((uintptr_t)owners[i] - 1));
+    return (long)n;
+}
+
+static int evict_window(struct dtrx_session *s, long n)
+{
+    void **owners = s->budget.window;
+    for (long i = 0; i < n; i++) {
         dtr_storage st = (dtr_storage)((uintptr_t)owners[i] - 1);
         if (dtr_storage_evict(s->budget.dtr, st))
             return -1;
@@ -123,19 +133,40 @@ static void block_moved(void *ctx, void *owner, void *old_ptr, void *new_ptr)
 }
 
 /* Activations go low, workspaces and constants high (see arena.h). When
- * enough bytes are free but no hole fits: evict the cheapest window, and
- * failing that (locked or pinned blocks split every window) slide the
- * movable blocks together: any block but persistent ones, workspaces and
- * the buffers of the kernel that is running. */
+ * enough bytes are free but no hole fits, two ways make one: evict the
+ * cheapest window of neighbours (Coop's sliding window), or slide the
+ * blocks of the cheapest span together (any block but persistent ones,
+ * workspaces and the buffers of the kernel that is running). The cheaper
+ * in the cost model is taken: the window's own recomputation against
+ * reading and writing every byte moved. The other is the fallback. */
 static void *budget_arena_alloc(struct dtrx_session *s, size_t bytes, void *owner, int high)
 {
     void *(*alloc)(struct arena *, size_t, void *) = high ? arena_alloc_high : arena_alloc;
     void *p = alloc(&s->arena, bytes, owner);
     if (p || s->arena.budget_bytes - s->arena.in_use_bytes < arena_rounded(bytes))
         return p;
-    if (!evict_window(s, bytes) && (p = alloc(&s->arena, bytes, owner)))
+    double window_compute = 0;
+    long n = find_window(s, bytes, &window_compute);
+    size_t moved = arena_compact_cost(&s->arena, bytes, block_movable, s);
+    if (moved != SIZE_MAX && (n < 0 || 2.0 * RT_COST_FLOPS_PER_BYTE * (double)moved < window_compute)) {
+        if (!arena_compact(&s->arena, bytes, block_movable, block_moved, s)) {
+            s->budget.compactions++;
+            if ((p = alloc(&s->arena, bytes, owner)))
+                return p;
+        }
+        n = find_window(s, bytes, &window_compute);   /* the blocks have moved */
+        if (n >= 0 && !evict_window(s, n))
+            p = alloc(&s->arena, bytes, owner);
         return p;
-    if (!arena_compact(&s->arena, block_movable, block_moved, s)) {
+    }
+    if (n >= 0) {
+        if (evict_window(s, n))
+            return NULL;
+        if ((p = alloc(&s->arena, bytes, owner)))
+            return p;
+    }
+    if (arena_compact_cost(&s->arena, bytes, block_movable, s) != SIZE_MAX &&
+        !arena_compact(&s->arena, bytes, block_movable, block_moved, s)) {
         s->budget.compactions++;
         p = alloc(&s->arena, bytes, owner);
     }

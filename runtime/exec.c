@@ -86,22 +86,6 @@ static enum dtrx_status alias_output(struct dtrx_session *s, struct rt_call *c,
     return DTRX_OK;
 }
 
-/* Unlimited memory: plain allocation, no bookkeeping. */
-/* A byte read or written costs as much as this many FLOPs in the cost
- * model. Without bytes, every memory-bound call looked free to DTR: a
- * Transpose or Concat cost 0 and a Relu one unit per element, against a
- * convolution's thousands, so their outputs were evicted first and their
- * recomputations cost far more time than the model said. Measured on the
- * budget sweep's ResNet-50 and Transformer (one thread, every call of a
- * training step): a least-squares fit of kernel time gives 0.007 ns per
- * FLOP and 0.058 ns per byte (8 FLOPs a byte); normalizations, activations
- * and softmax run slower per byte than that average, and sweeps at 0.45x-0.6x
- * of the peak recompute the least kernel time at 16 (of 0, 8, 16): at 0.5x,
- * ResNet-50's recomputations add 16% (dtr) / 11% (dtr-eq) to the kernel
- * time at 16, 44% / 122% with FLOPs alone; the Transformer's 25% / 23%
- * against 33% / 46%. */
-#define RT_COST_FLOPS_PER_BYTE 16
-
 double rt_call_cost(const struct rt_call *c, const struct op_call *call)
 {
     if (!c->def->cost)
