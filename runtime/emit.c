@@ -233,6 +233,28 @@ enum dtrx_status rt_emit(struct dtrx_session *s, const char *op, const struct on
 }
 
 /* Frees what the step emitted: calls, and values from base_values on. */
+/* A persistent value made during a step went into the highest hole that
+ * fitted then, which may lie among the step's activations; left there it
+ * would split the space activations and compaction use in every later
+ * step. Now that the step's buffers are gone it moves up beside the
+ * other persistent blocks, where a hole has opened. */
+static void move_high(struct dtrx_session *s, struct rt_value *v)
+{
+    struct rt_storage *st = v->storage;
+    if (!s->arena.budget_bytes || !st || st->refs != 1 || !st->data)
+        return;
+    void *p = arena_alloc_high(&s->arena, st->size_bytes, NULL);
+    if (!p)
+        return;
+    if ((char *)p < (char *)st->data ||
+        s->arena.backend->copy(s->arena.backend->ctx, p, st->data, st->size_bytes)) {
+        arena_free(&s->arena, p);
+        return;
+    }
+    arena_free(&s->arena, st->data);
+    st->data = v->t.data = p;
+}
+
 void rt_emitted_free(struct dtrx_session *s)
 {
     struct rt_train *t = &s->train;
@@ -262,4 +284,9 @@ void rt_emitted_free(struct dtrx_session *s)
     t->base_values = keep;
     if (s->n_values > keep)
         s->n_values = keep;
+    for (int i = 0; i < s->n_values; i++)
+        if (s->values[i]->made_in_step && !rt_budget_active(s)) {
+            move_high(s, s->values[i]);
+            s->values[i]->made_in_step = 0;
+        }
 }

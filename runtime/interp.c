@@ -30,6 +30,7 @@ int rt_persistent_new(struct dtrx_session *s, const struct tensor *t, const char
     v->owned_name = owned;
     v->grad = -1;
     v->dt = DTR_NONE;
+    v->made_in_step = rt_budget_active(s);
     v->t = *t;
     v->t.data = NULL;
     if (rt_value_alloc(s, v))

@@ -56,6 +56,7 @@ struct rt_value {
     int dtr_held;                  /* 1 while the program holds its DTR reference */
     uint64_t trace_id;             /* its name in the op log, 0 when not logged */
     int plan_freed;                /* --plan: the schedule freed it this step (planned.c) */
+    int made_in_step;              /* persistent, made while a step ran (drawn targets): moves up after it */
     int container;                 /* enum rt_container */
     int n_elems;                   /* sequence/optional: the values it holds (each held once) */
     int *elems;
