@@ -84,38 +84,32 @@ def load(results):
             rows[k] = Row(model, float(ratio))
         return rows[k]
 
+    def add(r, model, status, source):
+        """One row of `dtrexec bench` (status field `outcome`) or of
+        plan_zoo.py (`status`): a DTR run, or a planner's schedule."""
+        x = row(model, r["ratio"])
+        ov = num(r["overhead"])
+        if r["kind"] == "dtr":
+            x.dtr[r["method"]] = ov if r[status] == "pass" else None
+        elif ov is None:
+            x.infeasible |= r["method"] == "checkmate" and proven_infeasible(r.get("note", ""))
+        elif r["method"] in SOLVERS:
+            x.schedule(ov, r["method"])
+            gap = num(r.get("gap"))
+            if r["method"] == "checkmate" and gap is not None:
+                x.lower(ov * (1 - gap), f"MILP bound ({source}, {num(r['solve_s']):.0f} s)")
+            if r[status] == "optimal" and r["method"] == "checkmate":
+                x.proven = True
+
     for model, name in BENCH:
         path = os.path.join(results, name)
-        if not os.path.exists(path):
-            continue
-        for r in csv.DictReader(open(path)):
-            x = row(model, r["ratio"])
-            ov = num(r["overhead"])
-            if r["kind"] == "dtr":
-                x.dtr[r["method"]] = ov if r["outcome"] == "pass" else None
-            elif r["method"] in SOLVERS and ov is not None:
-                x.schedule(ov, r["method"])
-                gap = num(r.get("gap"))
-                if r["method"] == "checkmate" and gap is not None:
-                    x.lower(ov * (1 - gap), f"MILP bound (bench, {num(r['solve_s']):.0f} s)")
-                if r["outcome"] == "optimal" and r["method"] == "checkmate":
-                    x.proven = True
+        if os.path.exists(path):
+            for r in csv.DictReader(open(path)):
+                add(r, model, "outcome", "bench")
     path = os.path.join(results, "zoo_plan.csv")
     if os.path.exists(path):
         for r in csv.DictReader(open(path)):
-            x = row(r["model"], r["ratio"])
-            ov = num(r["overhead"])
-            if r["kind"] == "dtr":
-                x.dtr[r["method"]] = ov if r["status"] == "pass" else None
-            elif ov is None:
-                x.infeasible |= r["method"] == "checkmate" and proven_infeasible(r.get("note", ""))
-            else:
-                x.schedule(ov, r["method"])
-                gap = num(r.get("gap"))
-                if r["method"] == "checkmate" and gap is not None:
-                    x.lower(ov * (1 - gap), f"MILP bound (zoo_plan, {num(r['solve_s']):.0f} s)")
-                if r["status"] == "optimal" and r["method"] == "checkmate":
-                    x.proven = True
+            add(r, r["model"], "status", "zoo_plan")
     path = os.path.join(results, "milp_speed.csv")
     if os.path.exists(path):
         for r in csv.DictReader(open(path)):
