@@ -602,7 +602,7 @@ def main():
                 print(f"train_bench: --set expects KEY=VALUE, got '{item}'", file=sys.stderr)
                 return 1
             if k in make.config(name, args.tiny):
-                overrides[k] = make._parse_value(v)
+                overrides[k] = make.parse_value(v)
         cfg = make.config(name, args.tiny, **overrides)
         path = model_file(args.work_dir, name, batch, args.tiny, args.seed, overrides)
         wd = tempfile.mkdtemp(prefix=f"train-{name}-", dir=args.work_dir)

@@ -50,7 +50,7 @@ def parse_entry(entry):
         k, sep, v = item.partition("=")
         if not sep:
             raise ValueError(f"bad override '{item}' in '{entry}' (want KEY=VALUE)")
-        overrides[k] = make._parse_value(v)
+        overrides[k] = make.parse_value(v)
     return name, overrides
 
 

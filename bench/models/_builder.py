@@ -250,15 +250,20 @@ def sample_inputs(model, seed=0):
     return feeds
 
 
+def parse_value(text):
+    """A parameter value: a Python literal where it parses as one (2, 0.5,
+    (2, 2), True), else the text."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
 def parse_sets(ap, items, overrides):
-    """Adds make scripts' `--set KEY=VALUE` items to overrides; values are
-    Python literals where they parse as one (2, 0.5, (2, 2), True), else text."""
+    """Adds make scripts' `--set KEY=VALUE` items to overrides."""
     for item in items:
         if "=" not in item:
             ap.error(f"--set expects KEY=VALUE, got '{item}'")
         k, v = item.split("=", 1)
-        try:
-            overrides[k] = ast.literal_eval(v)
-        except (ValueError, SyntaxError):
-            overrides[k] = v
+        overrides[k] = parse_value(v)
     return overrides

@@ -32,7 +32,7 @@ import smallcnn  # noqa: E402
 import transformer  # noqa: E402
 import unet  # noqa: E402
 import vgg  # noqa: E402
-from _builder import parse_sets, sample_inputs  # noqa: E402,F401  (sample_inputs re-exported for scripts)
+from _builder import parse_sets, parse_value, sample_inputs  # noqa: E402,F401  (the last two re-exported for scripts)
 
 # name -> (build function, full configuration, tiny configuration)
 MODELS = {
