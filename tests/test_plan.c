@@ -38,16 +38,18 @@ static const char *write_tmp(const char *name, const char *text)
 
 /* A training chain in Checkmate's layout: forward f0..f3 (f3 the loss),
  * backward b3..b0, b_k reads f_k's input (f_{k-1}) and the gradient from
- * above; the last backward node is the output. Sizes 10, cost 1. */
-static const char *chain_graph(void)
+ * above; the last backward node is the output. Sizes 10, cost 1; f2 and f3
+ * carry the extra fields given (e.g. ", \"workspace_ram\": 100"). */
+static const char *chain_graph_with(const char *file, const char *f2_extra, const char *f3_extra)
 {
-    return write_tmp("chain.json",
+    static char text[4096];
+    snprintf(text, sizeof text,
         "{\"directed\": true, \"multigraph\": true, \"graph\": {\"name\": \"chain\"},\n"
         " \"nodes\": [\n"
         "  {\"id\": 0, \"name\": \"f0\", \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 10},\n"
         "  {\"id\": 1, \"name\": \"f1\", \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 10},\n"
-        "  {\"id\": 2, \"name\": \"f2\", \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 10},\n"
-        "  {\"id\": 3, \"name\": \"f3\", \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 10},\n"
+        "  {\"id\": 2, \"name\": \"f2\", \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 10%s},\n"
+        "  {\"id\": 3, \"name\": \"f3\", \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 10%s},\n"
         "  {\"id\": 4, \"name\": \"b3\", \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 10},\n"
         "  {\"id\": 5, \"name\": \"b2\", \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 10},\n"
         "  {\"id\": 6, \"name\": \"b1\", \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 10},\n"
@@ -56,8 +58,12 @@ static const char *chain_graph(void)
         "  {\"source\": 3, \"target\": 4}, {\"source\": 2, \"target\": 4},\n"
         "  {\"source\": 4, \"target\": 5}, {\"source\": 1, \"target\": 5}, {\"source\": 2, \"target\": 5},\n"
         "  {\"source\": 5, \"target\": 6}, {\"source\": 0, \"target\": 6}, {\"source\": 1, \"target\": 6},\n"
-        "  {\"source\": 6, \"target\": 7}, {\"source\": 0, \"target\": 7}]}\n");
+        "  {\"source\": 6, \"target\": 7}, {\"source\": 0, \"target\": 7}]}\n",
+        f2_extra, f3_extra);
+    return write_tmp(file, text);
 }
+
+static const char *chain_graph(void) { return chain_graph_with("chain.json", "", ""); }
 
 static void load_graph(const char *path, struct plan_graph *g)
 {
@@ -418,21 +424,7 @@ START_TEST(test_workspace_and_kept)
 {
     struct plan_graph g;
     char err[600];
-    const char *text = "{\"nodes\": [\n"
-        "  {\"id\": 0, \"name\": \"f0\", \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 10},\n"
-        "  {\"id\": 1, \"name\": \"f1\", \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 10},\n"
-        "  {\"id\": 2, \"name\": \"f2\", \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 10, \"workspace_ram\": 100},\n"
-        "  {\"id\": 3, \"name\": \"f3\", \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 10, \"kept_ram\": 500},\n"
-        "  {\"id\": 4, \"name\": \"b3\", \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 10},\n"
-        "  {\"id\": 5, \"name\": \"b2\", \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 10},\n"
-        "  {\"id\": 6, \"name\": \"b1\", \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 10},\n"
-        "  {\"id\": 7, \"name\": \"b0\", \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 10}],\n"
-        " \"links\": [{\"source\": 0, \"target\": 1}, {\"source\": 1, \"target\": 2}, {\"source\": 2, \"target\": 3},\n"
-        "  {\"source\": 3, \"target\": 4}, {\"source\": 2, \"target\": 4},\n"
-        "  {\"source\": 4, \"target\": 5}, {\"source\": 1, \"target\": 5}, {\"source\": 2, \"target\": 5},\n"
-        "  {\"source\": 5, \"target\": 6}, {\"source\": 0, \"target\": 6}, {\"source\": 1, \"target\": 6},\n"
-        "  {\"source\": 6, \"target\": 7}, {\"source\": 0, \"target\": 7}]}\n";
-    load_graph(write_tmp("ws.json", text), &g);
+    load_graph(chain_graph_with("ws.json", ", \"workspace_ram\": 100", ", \"kept_ram\": 500"), &g);
     ck_assert_uint_eq(g.workspace[2], 100);
     ck_assert_uint_eq(g.kept[3], 500);
     ck_assert_uint_eq(g.workspace[0] + g.kept[0], 0);
