@@ -300,15 +300,7 @@ def build_treelstm(batch=1, seed=0, leaves=8, embed=16, hidden=32, vocab=100, cl
     cp = body.node("Gather", [Cs, pair], "merge/children_c", axis=0)
     hcat = body.node("Reshape", [hp, "merge.row_shape"], "merge/children_h_row")  # [1, 2H]
     cl, cr = body.node("Split", [cp], "merge/children_c_split", outputs=["l", "r"], axis=0)
-    zz = body.node("Add", [body.node("MatMul", [hcat, wm], "merge/matmul"), bm], "merge/gates_in")
-    i_, fl, fr, o_, u_ = _split(body, zz, "merge/gates", ["i", "fl", "fr", "o", "u"])
-    sig = {g: body.node("Sigmoid", [v], f"merge/sig_{g}") for g, v in (("i", i_), ("fl", fl), ("fr", fr),
-                                                                     ("o", o_))}
-    c = body.node("Add", [body.node("Mul", [sig["i"], body.node("Tanh", [u_], "merge/tanh_u")], "merge/iu"),
-                          body.node("Add", [body.node("Mul", [sig["fl"], cl], "merge/fl_cl"),
-                                            body.node("Mul", [sig["fr"], cr], "merge/fr_cr")], "merge/forget")],
-                  "merge/c")                                                   # [1, H]
-    h = body.node("Mul", [sig["o"], body.node("Tanh", [c], "merge/tanh_c")], "merge/h")
+    h, c = _treelstm_cell(body, hcat, cl, cr, wm, bm)                         # [1, H] each
     # The new frontier, m-1 rows: j < k keep row j, j = k the new node (row m
     # of the extended table), j > k row j + 1.
     ext_h = body.node("Concat", [Hs, h], "merge/ext_h", axis=0)                # [m+1, H]
