@@ -161,6 +161,8 @@ int dtr_region_changed(struct dtr *d, uint32_t s);
 /* Bring the region caches up to date with the queued changes. */
 int dtr_region_sync(struct dtr *d);
 double dtr_score(struct dtr *d, uint32_t s);
+/* The numerator of s's score: see dtr_storage_eviction_cost. */
+double dtr_eviction_cost(struct dtr *d, uint32_t s);
 /* For tests: the score of s computed afresh, every cache ignored (and the
  * statistics left as they were). */
 double dtr_score_reference(struct dtr *d, uint32_t s);

@@ -872,6 +872,20 @@ enum dtr_status dtr_storage_score(struct dtr *d, dtr_storage s, double *score)
     return DTR_OK;
 }
 
+enum dtr_status dtr_storage_eviction_cost(struct dtr *d, dtr_storage s, double *cost)
+{
+    if (d->failed)
+        return d->failed;
+    if (!dtr_storage_is_evictable(d, s)) {
+        dtr_set_error(d, "dtr: storage %u is not evictable", s);
+        return DTR_ERR_INVALID;
+    }
+    if (dtr_region_sync(d))
+        return nomem(d);
+    *cost = dtr_eviction_cost(d, s);
+    return DTR_OK;
+}
+
 enum dtr_status dtr_storage_evict(struct dtr *d, dtr_storage s)
 {
     if (d->failed)

@@ -186,6 +186,12 @@ int dtr_storage_is_evictable(const struct dtr *d, dtr_storage s);
 /* The heuristic's score of an evictable storage (lower goes first); counts
  * as one heuristic evaluation. DTR_ERR_INVALID if s is not evictable. */
 enum dtr_status dtr_storage_score(struct dtr *d, dtr_storage s, double *score);
+/* What evicting storage s would cost by the active heuristic's own
+ * estimate: its compute plus the evicted neighbourhood its score counts
+ * (dtr and msps: e*; dtr-eq: the classes of its evicted neighbours), or its
+ * compute alone for the others. For a caller weighing an eviction against
+ * another way of finding memory (e.g. moving blocks). */
+enum dtr_status dtr_storage_eviction_cost(struct dtr *d, dtr_storage s, double *cost);
 /* Evicts an evictable storage now (calls memory.free). */
 enum dtr_status dtr_storage_evict(struct dtr *d, dtr_storage s);
 

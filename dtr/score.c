@@ -629,6 +629,22 @@ double dtr_score(struct dtr *d, uint32_t s)
     return (double)(d->rng >> 11);
 }
 
+double dtr_eviction_cost(struct dtr *d, uint32_t s)
+{
+    double c = d->storages[s].compute;
+    switch (d->cfg.heuristic) {
+    case DTR_HEURISTIC_DTR:
+        c += region_get(d, s, 1);
+        return c + region_get(d, s, 0);
+    case DTR_HEURISTIC_EQ:
+        return eq_cost(d, s, 1);
+    case DTR_HEURISTIC_MSPS:
+        return c + region_get(d, s, 0);
+    default:
+        return c;
+    }
+}
+
 double dtr_score_reference(struct dtr *d, uint32_t s)
 {
     struct dtr_stats saved = d->st;
