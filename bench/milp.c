@@ -237,18 +237,37 @@ static int write_lp(const char *path, const struct plan_graph *g, const double *
     return fclose(f) ? -1 : 0;
 }
 
+/* The MILP solver: DTRX_MILP_SOLVER=highs (the default), scip or cpsat
+ * (OR-Tools, bench/milp_ortools.py, which reads the same variable) or cbc
+ * (bench/milp_cbc.py); the LP relaxations stay with HiGHS in every front
+ * end. bench/results/milp_solvers.md compares them. */
+static const char *milp_solver(void)
+{
+    const char *e = getenv("DTRX_MILP_SOLVER");
+    return e && *e ? e : "highs";
+}
+
 static const char *script_path(void)
 {
     const char *env = getenv("DTRX_MILP_SCRIPT");
     if (env && *env)
         return env;
+    const char *s = milp_solver();
+    const char *name = !strcmp(s, "scip") || !strcmp(s, "cpsat") ? "milp_ortools.py"
+                       : !strcmp(s, "cbc")                        ? "milp_cbc.py"
+                       : !strcmp(s, "highs")                      ? "milp_highs.py"
+                                                                  : NULL;
+    if (!name)
+        return NULL;
     /* beside this source file: __FILE__ is absolute in CMake builds */
     static char buf[1024];
     snprintf(buf, sizeof buf, "%s", __FILE__);
     char *slash = strrchr(buf, '/');
-    if (!slash)
-        return "bench/milp_highs.py";
-    snprintf(slash + 1, sizeof buf - (size_t)(slash + 1 - buf), "milp_highs.py");
+    if (!slash) {
+        snprintf(buf, sizeof buf, "bench/%s", name);
+        return buf;
+    }
+    snprintf(slash + 1, sizeof buf - (size_t)(slash + 1 - buf), "%s", name);
     return buf;
 }
 
@@ -260,6 +279,10 @@ static int run_solver(const char *lp, const char *sol, const char *start, double
     if (!py || !*py)
         py = "python3";
     const char *script = script_path();
+    if (!script) {
+        snprintf(err, err_size, "DTRX_MILP_SOLVER=%s: not highs, scip, cpsat or cbc", milp_solver());
+        return -1;
+    }
     if (access(script, R_OK)) {
         snprintf(err, err_size, "the solver script %s is missing (set DTRX_MILP_SCRIPT)", script);
         return -1;
@@ -660,7 +683,7 @@ static enum plan_status classic_start(const struct plan_graph *g, const double *
         schedule_free(best);
         *best = staged;
         *best_cost = r.total_compute;
-        snprintf(backend, backend_size, "highs; start %s", plan_solver_name(k));
+        snprintf(backend, backend_size, "%s; start %s", milp_solver(), plan_solver_name(k));
         rc = PLAN_OK;
     }
     return rc;
@@ -672,7 +695,7 @@ enum plan_status plan_checkmate(const struct plan_graph *g, uint64_t budget_byte
     uint32_t T = g->n;
     struct schedule_result r;
     char e[400];
-    snprintf(out->solver.backend, sizeof out->solver.backend, "highs");
+    snprintf(out->solver.backend, sizeof out->solver.backend, "%s", milp_solver());
     out->solver.time_limit = o->time_limit_s;
     /* Every node runs at least once, so when checkpoint-all fits it is
      * optimal: no model to solve. */
@@ -848,7 +871,8 @@ enum plan_status plan_checkmate(const struct plan_graph *g, uint64_t budget_byte
         out->solver.objective = have;
         if (isfinite(out->solver.bound))
             out->solver.gap = have > 0 ? fmax(0, (have - out->solver.bound) / have) : 0;
-        snprintf(out->solver.backend, sizeof out->solver.backend, "highs; incumbent %s", plan_solver_name(k));
+        snprintf(out->solver.backend, sizeof out->solver.backend, "%s; incumbent %s", milp_solver(),
+                 plan_solver_name(k));
         if (!strcmp(out->solver.status, "optimal"))
             snprintf(out->solver.status, sizeof out->solver.status, "outside_model");
     }
