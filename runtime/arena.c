@@ -6,21 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/arena.h"
+#include "runtime/arena-impl.h"
 
-/* The fields a window search reads come first: it walks every block, and
- * one cache line per block is what it costs. */
-struct arena_block {
-    size_t offset, size;
-    void *owner;
-    struct arena_block *prev, *next;       /* address order */
-    struct arena_block *skip;               /* see skip_unowned() */
-    double window_cost;                     /* scratch of arena_find_window */
-    int is_free;
-    struct arena_block *free_prev, *free_next; /* the free list (free blocks only) */
-    struct arena_block *hash_next;          /* bucket chain of used blocks / unlimited allocations */
-    void *ptr;                              /* unlimited mode: the backend allocation */
-};
 
 /* Block records come from chunks the arena keeps; a freed record goes back
  * on a spare list (linked through next), so splits and merges allocate
@@ -76,7 +63,7 @@ static struct arena_chunk *chunk_add(struct arena *a, size_t n)
     return c;
 }
 
-static struct arena_block *block_new(struct arena *a)
+struct arena_block *arena_block_new(struct arena *a)
 {
     if (!a->spare && !chunk_add(a, ARENA_CHUNK_RECORDS))
         return NULL;
@@ -87,7 +74,7 @@ static struct arena_block *block_new(struct arena *a)
     return b;
 }
 
-static void block_put(struct arena *a, struct arena_block *b)
+void arena_block_put(struct arena *a, struct arena_block *b)
 {
     b->next = a->spare;
     a->spare = b;
@@ -95,7 +82,7 @@ static void block_put(struct arena *a, struct arena_block *b)
 
 /* Free blocks are also on a list of their own, so that a search for a hole
  * looks at the few holes rather than at every block. */
-static void free_list_add(struct arena *a, struct arena_block *b)
+void arena_free_list_add(struct arena *a, struct arena_block *b)
 {
     b->free_prev = NULL;
     b->free_next = a->free_head;
@@ -104,7 +91,7 @@ static void free_list_add(struct arena *a, struct arena_block *b)
     a->free_head = b;
 }
 
-static void free_list_remove(struct arena *a, struct arena_block *b)
+void arena_free_list_remove(struct arena *a, struct arena_block *b)
 {
     if (b->free_prev)
         b->free_prev->free_next = b->free_next;
@@ -130,7 +117,7 @@ int arena_init(struct arena *a, const struct backend *backend, size_t budget_byt
         return 0;
     a->budget_bytes = budget_bytes / ARENA_ALIGN * ARENA_ALIGN;
     a->base = backend->alloc(backend->ctx, a->budget_bytes ? a->budget_bytes : ARENA_ALIGN);
-    a->blocks = block_new(a);
+    a->blocks = arena_block_new(a);
     if (!a->base || !a->blocks || !a->budget_bytes) {
         arena_release(a);
         return -1;
@@ -138,7 +125,7 @@ int arena_init(struct arena *a, const struct backend *backend, size_t budget_byt
     a->blocks->size = a->budget_bytes;
     a->blocks->is_free = 1;
     a->n_blocks = 1;
-    free_list_add(a, a->blocks);
+    arena_free_list_add(a, a->blocks);
     return 0;
 }
 
@@ -167,7 +154,7 @@ static void *block_ptr(const struct arena *a, const struct arena_block *b)
     return a->budget_bytes ? a->base + b->offset : b->ptr;
 }
 
-static void hash_put(struct arena *a, struct arena_block *b)
+void arena_hash_put(struct arena *a, struct arena_block *b)
 {
     struct arena_hash *h = hash_of(a);
     size_t i = bucket_of(block_ptr(a, b));
@@ -204,7 +191,7 @@ static void relayout(struct arena *a)
     for (i = 0; i < n; i++) {
         c->rec[i].ptr = NULL;
         if (!c->rec[i].is_free)
-            hash_put(a, &c->rec[i]);
+            arena_hash_put(a, &c->rec[i]);
     }
     for (struct arena_chunk *o = a->chunks, *next; o; o = next) {
         next = o->next;
@@ -220,7 +207,7 @@ static void relayout(struct arena *a)
     a->out_of_order = 0;
 }
 
-static struct arena_block *hash_take(struct arena *a, const void *ptr, int remove)
+struct arena_block *arena_hash_take(struct arena *a, const void *ptr, int remove)
 {
     struct arena_hash *h = hash_of(a);
     struct arena_block **pp = &h->bucket[bucket_of(ptr)];
@@ -275,14 +262,14 @@ void *arena_alloc(struct arena *a, size_t bytes, void *owner)
         struct arena_block *b = *pp;
         if (b)
             *pp = b->hash_next;
-        else if (!(b = block_new(a)) || !(b->ptr = a->backend->alloc(a->backend->ctx, need))) {
+        else if (!(b = arena_block_new(a)) || !(b->ptr = a->backend->alloc(a->backend->ctx, need))) {
             if (b)
-                block_put(a, b);
+                arena_block_put(a, b);
             return NULL;
         }
         b->size = need;
         b->owner = owner;
-        hash_put(a, b);
+        arena_hash_put(a, b);
         account(a, need);
         if (a->poison)
             poison_block(a, b->ptr, need);
@@ -307,7 +294,7 @@ static void *alloc_budgeted(struct arena *a, size_t need, void *owner, int high)
         return NULL;
     if (best->size > need) {
         /* Split: the used part takes the low (or high) addresses. */
-        struct arena_block *rest = block_new(a);
+        struct arena_block *rest = arena_block_new(a);
         if (!rest)
             return NULL;
         rest->is_free = 1;
@@ -333,12 +320,12 @@ static void *alloc_budgeted(struct arena *a, size_t need, void *owner, int high)
         }
         best->size = need;
         a->n_blocks++;
-        free_list_add(a, rest);
+        arena_free_list_add(a, rest);
     }
-    free_list_remove(a, best);
+    arena_free_list_remove(a, best);
     best->is_free = 0;
     best->owner = owner;
-    hash_put(a, best);
+    arena_hash_put(a, best);
     account(a, need);
     if (best->offset + need > a->high_water_offset)
         a->high_water_offset = best->offset + need;
@@ -348,15 +335,15 @@ static void *alloc_budgeted(struct arena *a, size_t need, void *owner, int high)
 }
 
 /* b and the free block after it become one (b stays on the free list). */
-static void merge_next(struct arena *a, struct arena_block *b)
+void arena_merge_next(struct arena *a, struct arena_block *b)
 {
     struct arena_block *n = b->next;
-    free_list_remove(a, n);
+    arena_free_list_remove(a, n);
     b->size += n->size;
     b->next = n->next;
     if (n->next)
         n->next->prev = b;
-    block_put(a, n);
+    arena_block_put(a, n);
     a->n_blocks--;
 }
 
@@ -364,7 +351,7 @@ void arena_free(struct arena *a, void *ptr)
 {
     if (!ptr)
         return;
-    struct arena_block *b = hash_take(a, ptr, 1);
+    struct arena_block *b = arena_hash_take(a, ptr, 1);
     if (!b)
         return;
     a->in_use_bytes -= b->size;
@@ -381,16 +368,16 @@ void arena_free(struct arena *a, void *ptr)
     b->is_free = 1;
     b->owner = NULL;
     b->skip = NULL;
-    free_list_add(a, b);
+    arena_free_list_add(a, b);
     if (b->next && b->next->is_free)
-        merge_next(a, b);
+        arena_merge_next(a, b);
     if (b->prev && b->prev->is_free)
-        merge_next(a, b->prev);
+        arena_merge_next(a, b->prev);
 }
 
 size_t arena_size_of(const struct arena *a, const void *ptr)
 {
-    struct arena_block *b = hash_take((struct arena *)a, ptr, 0);
+    struct arena_block *b = arena_hash_take((struct arena *)a, ptr, 0);
     return b ? b->size : 0;
 }
 
@@ -408,7 +395,7 @@ size_t arena_largest_free(const struct arena *a)
 /* Skips a run of blocks without owner: such blocks never move and are
  * never evicted, and the weights at the top of the arena are a long run
  * of them. b->skip, when set, is the last block of a run starting at b. */
-static struct arena_block *skip_unowned(struct arena_block *b)
+struct arena_block *arena_skip_unowned(struct arena_block *b)
 {
     struct arena_block *last = b;
     for (;;) {
@@ -453,7 +440,7 @@ int arena_find_window(struct arena *a, size_t bytes, arena_score_fn score, arena
     double best_cost = INFINITY;
     for (struct arena_block *b = a->blocks; b;) {
         if (!usable(b, evictable, ctx)) {
-            b = (b->owner ? b : skip_unowned(b))->next;
+            b = (b->owner ? b : arena_skip_unowned(b))->next;
             continue;
         }
         /* Does the stretch of usable blocks from b reach `bytes`? */
@@ -496,7 +483,7 @@ int arena_find_window(struct arena *a, size_t bytes, arena_score_fn score, arena
                 best_last = m;
             }
         }
-        b = m ? (m->owner ? m : skip_unowned(m))->next : NULL;
+        b = m ? (m->owner ? m : arena_skip_unowned(m))->next : NULL;
     }
     if (!best_first)
         return -1;
@@ -512,153 +499,3 @@ int arena_find_window(struct arena *a, size_t bytes, arena_score_fn score, arena
     return 0;
 }
 
-/* Takes free block m out of both lists and recycles its record. */
-static void unlink_free(struct arena *a, struct arena_block *m)
-{
-    free_list_remove(a, m);
-    if (m->prev)
-        m->prev->next = m->next;
-    else
-        a->blocks = m->next;
-    if (m->next)
-        m->next->prev = m->prev;
-    block_put(a, m);
-    a->n_blocks--;
-}
-
-/* The span a compaction for `need` bytes moves least in: [first, last] is
- * a run of free and movable blocks ending at a free block, holding `need`
- * free bytes, with the fewest bytes in its used blocks (the lowest such run
- * on ties). Two pointers, as the window search: the cheapest fitting run
- * ending at a block is the shortest. Returns those bytes, SIZE_MAX if no
- * run holds `need` free bytes. */
-static size_t compact_span(struct arena *a, size_t need, arena_movable_fn movable, void *ctx,
-                           struct arena_block **span_first, struct arena_block **span_last)
-{
-    struct arena_block *first = a->blocks;
-    size_t free_bytes = 0, used_bytes = 0, best = SIZE_MAX;
-    *span_first = *span_last = NULL;
-    for (struct arena_block *b = a->blocks; b; b = b->next) {
-        if (!b->is_free && (!b->owner || !movable(ctx, b->owner, a->base + b->offset))) {
-            if (!b->owner)
-                b = skip_unowned(b);
-            first = b->next;
-            free_bytes = used_bytes = 0;
-            continue;
-        }
-        if (!b->is_free) {
-            used_bytes += b->size;
-            continue;
-        }
-        free_bytes += b->size;
-        while (first != b && (!first->is_free || free_bytes - first->size >= need)) {
-            if (first->is_free)
-                free_bytes -= first->size;
-            else
-                used_bytes -= first->size;
-            first = first->next;
-        }
-        if (free_bytes >= need && used_bytes < best) {
-            best = used_bytes;
-            *span_first = first;
-            *span_last = b;
-        }
-    }
-    return best;
-}
-
-size_t arena_compact_cost(struct arena *a, size_t bytes, arena_movable_fn movable, void *ctx)
-{
-    struct arena_block *first, *last;
-    return a->budget_bytes ? compact_span(a, arena_rounded(bytes), movable, ctx, &first, &last) : SIZE_MAX;
-}
-
-/* Slides the used blocks of the cheapest span down to its start; the
- * span's last (free) block becomes the one hole above them. */
-static int compact_for(struct arena *a, size_t bytes, arena_movable_fn movable, arena_moved_fn moved, void *ctx)
-{
-    struct arena_block *span_first, *span_last;
-    if (compact_span(a, arena_rounded(bytes), movable, ctx, &span_first, &span_last) == SIZE_MAX)
-        return -1;
-    size_t write = span_first->offset, end = span_last->offset + span_last->size;
-    for (struct arena_block *m = span_first, *next; m != span_last; m = next) {
-        next = m->next;
-        if (m->is_free) {
-            unlink_free(a, m);
-            continue;
-        }
-        if (m->offset != write) {
-            void *old = a->base + m->offset;
-            hash_take(a, old, 1);
-            a->backend->copy(a->backend->ctx, a->base + write, old, m->size);   /* memmove semantics */
-            m->offset = write;
-            hash_put(a, m);
-            moved(ctx, m->owner, old, a->base + write);
-        }
-        write += m->size;
-    }
-    free_list_remove(a, span_last);
-    span_last->offset = write;
-    span_last->size = end - write;
-    free_list_add(a, span_last);
-    return 0;
-}
-
-int arena_compact(struct arena *a, size_t bytes, arena_movable_fn movable, arena_moved_fn moved, void *ctx)
-{
-    if (!a->budget_bytes)
-        return 0;
-    if (bytes)
-        return compact_for(a, bytes, movable, moved, ctx);
-    /* Slide, dropping the free blocks on the way... */
-    size_t write = 0;
-    for (struct arena_block *b = a->blocks, *next; b; b = next) {
-        next = b->next;
-        if (b->is_free) {
-            unlink_free(a, b);
-            continue;
-        }
-        void *old = a->base + b->offset;
-        if (b->offset > write && b->owner && movable(ctx, b->owner, old)) {
-            hash_take(a, old, 1);
-            a->backend->copy(a->backend->ctx, a->base + write, old, b->size);   /* memmove semantics */
-            b->offset = write;
-            hash_put(a, b);
-            moved(ctx, b->owner, old, a->base + write);
-        }
-        write = b->offset + b->size;
-    }
-    /* ...then one free block per gap, in address order (best fit breaks
-     * ties by the free list's order, and this is the order it had). */
-    size_t at = 0;
-    struct arena_block *prev = NULL;
-    for (struct arena_block *b = a->blocks;; b = b->next) {
-        size_t end = b ? b->offset : a->budget_bytes;
-        if (end > at) {
-            /* Sliding keeps each segment between immovable blocks its free
-             * bytes, so there are no more gaps than free blocks were
-             * recycled above: this takes no new memory. */
-            struct arena_block *gap = block_new(a);
-            if (!gap)
-                return -1;
-            gap->offset = at;
-            gap->size = end - at;
-            gap->is_free = 1;
-            gap->prev = prev;
-            gap->next = b;
-            if (prev)
-                prev->next = gap;
-            else
-                a->blocks = gap;
-            if (b)
-                b->prev = gap;
-            free_list_add(a, gap);
-            a->n_blocks++;
-        }
-        if (!b)
-            break;
-        prev = b;
-        at = b->offset + b->size;
-    }
-    return 0;
-}

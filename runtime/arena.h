@@ -93,5 +93,15 @@ int arena_compact(struct arena *a, size_t bytes, arena_movable_fn movable, arena
 /* Bytes arena_compact(a, bytes, ...) would move; SIZE_MAX when it cannot
  * make the hole. */
 size_t arena_compact_cost(struct arena *a, size_t bytes, arena_movable_fn movable, void *ctx);
+/* Relocation: makes one hole of at least `bytes` by moving the used blocks
+ * of the cheapest window (a shortest run of free and movable blocks that
+ * holds `bytes`) into holes outside it, largest block first, each into the
+ * tightest hole. It never moves more than the window's used bytes, fewer
+ * than `bytes` where the window holds free blocks, where a slide may move
+ * a whole span; it fails (-1) where the holes outside cannot take the
+ * blocks of any of the cheapest windows tried (see arena_compact.c). */
+int arena_relocate(struct arena *a, size_t bytes, arena_movable_fn movable, arena_moved_fn moved, void *ctx);
+/* Bytes arena_relocate(a, bytes, ...) would move; SIZE_MAX when it cannot. */
+size_t arena_relocate_cost(struct arena *a, size_t bytes, arena_movable_fn movable, void *ctx);
 
 #endif

@@ -436,6 +436,134 @@ START_TEST(test_compaction_for_a_request_moves_the_fewest_bytes)
 }
 END_TEST
 
+/* The reference relocation: for each block, the shortest run of free and
+ * movable blocks ending there that holds `need` bytes; runs in order of
+ * fewest used bytes (lowest first on ties), the first of the first 64
+ * whose used blocks, largest first (lowest first on ties), each fit the
+ * tightest hole outside the run (lowest first on ties), taken from its low
+ * end. Returns its used bytes, SIZE_MAX if none. */
+struct ref_run {
+    size_t first, last, used;
+};
+
+static int ref_run_order(const void *x, const void *y)
+{
+    const struct ref_run *a = x, *b = y;
+    if (a->used != b->used)
+        return a->used < b->used ? -1 : 1;
+    return a->first < b->first ? -1 : a->first > b->first;
+}
+
+static size_t ref_relocate_cost(const struct layout *l, size_t need)
+{
+    struct ref_block b[2 * RSLOTS + 1];
+    size_t n = layout_blocks(l, b);
+    struct ref_run runs[2 * RSLOTS + 1];
+    size_t n_runs = 0;
+    for (size_t j = 0; j < n; j++) {
+        size_t bytes = 0, used = 0;
+        for (size_t i = j + 1; i-- > 0;) {
+            int k = b[i].slot;
+            if (k >= 0 && !(l->owned[k] && l->movable[k]))
+                break;
+            bytes += b[i].size;
+            used += k >= 0 ? b[i].size : 0;
+            if (bytes >= need) {
+                runs[n_runs++] = (struct ref_run){ i, j, used };
+                break;
+            }
+        }
+    }
+    qsort(runs, n_runs, sizeof *runs, ref_run_order);
+    for (size_t r = 0; r < n_runs && r < 64; r++) {
+        size_t hole_at[2 * RSLOTS + 1], hole_size[2 * RSLOTS + 1], n_holes = 0;
+        for (size_t h = 0; h < n; h++)
+            if (b[h].slot < 0 && (h < runs[r].first || h > runs[r].last)) {
+                hole_at[n_holes] = b[h].offset;
+                hole_size[n_holes++] = b[h].size;
+            }
+        /* the run's used blocks, largest first */
+        size_t order[2 * RSLOTS + 1], m = 0;
+        for (size_t i = runs[r].first; i <= runs[r].last; i++)
+            if (b[i].slot >= 0)
+                order[m++] = i;
+        for (size_t x = 1; x < m; x++)
+            for (size_t y = x; y > 0 && (b[order[y - 1]].size < b[order[y]].size ||
+                                         (b[order[y - 1]].size == b[order[y]].size &&
+                                          b[order[y - 1]].offset > b[order[y]].offset)); y--) {
+                size_t t = order[y];
+                order[y] = order[y - 1];
+                order[y - 1] = t;
+            }
+        int fits = 1;
+        for (size_t x = 0; x < m && fits; x++) {
+            size_t size = b[order[x]].size, best = SIZE_MAX;
+            for (size_t h = 0; h < n_holes; h++)
+                if (hole_size[h] >= size && (best == SIZE_MAX || hole_size[h] < hole_size[best] ||
+                                             (hole_size[h] == hole_size[best] && hole_at[h] < hole_at[best])))
+                    best = h;
+            if (best == SIZE_MAX)
+                fits = 0;
+            else {
+                hole_at[best] += size;
+                hole_size[best] -= size;
+            }
+        }
+        if (fits)
+            return runs[r].used;
+    }
+    return SIZE_MAX;
+}
+
+START_TEST(test_relocation_moves_a_windows_blocks_out)
+{
+    struct layout l = { .seed = 2024 };
+    ck_assert_int_eq(arena_init(&l.a, &backend_cpu, RBUDGET), 0);
+    int made = 0, cheaper = 0, rescued = 0;
+    for (int step = 0; step < 20000; step++) {
+        layout_churn(&l);
+        if (step % 5)
+            continue;
+        layout_rescore(&l);
+        /* a request that no hole holds, though enough bytes are free */
+        size_t largest = arena_largest_free(&l.a), free_bytes = l.a.budget_bytes - l.a.in_use_bytes;
+        if (free_bytes <= largest)
+            continue;
+        size_t need = largest + 1 + next_rand(&l) % (free_bytes - largest);
+        size_t want = ref_relocate_cost(&l, arena_rounded(need));
+        ck_assert_uint_eq(arena_relocate_cost(&l.a, need, layout_movable, &l), want);
+        size_t slide = arena_compact_cost(&l.a, need, layout_movable, &l);
+        size_t in_use = l.a.in_use_bytes, peak = l.a.peak_bytes, before = l.a.budget_bytes - in_use;
+        int rc = arena_relocate(&l.a, need, layout_movable, layout_moved, &l);
+        ck_assert_int_eq(rc, want == SIZE_MAX ? -1 : 0);
+        ck_assert_uint_eq(l.a.in_use_bytes, in_use);
+        ck_assert_uint_eq(l.a.peak_bytes, peak);
+        layout_check_bytes(&l, step);
+        if (rc)
+            continue;
+        /* the hole is there, and the free bytes are all still free */
+        ck_assert_uint_ge(arena_largest_free(&l.a), arena_rounded(need));
+        size_t got = 0;
+        void *q[2 * RSLOTS];
+        int n_q = 0;
+        for (size_t hole; (hole = arena_largest_free(&l.a)) > 0 && n_q < 2 * RSLOTS; got += hole)
+            ck_assert_ptr_nonnull(q[n_q++] = arena_alloc(&l.a, hole, NULL));
+        ck_assert_uint_eq(got, before);
+        while (n_q > 0)
+            arena_free(&l.a, q[--n_q]);
+        made++;
+        cheaper += want < slide;
+        rescued += slide == SIZE_MAX;
+    }
+    /* relocation is not the slide under another name: it moves fewer bytes
+     * than the slide, or makes holes the slide cannot */
+    ck_assert_int_gt(made, 500);
+    ck_assert_int_gt(cheaper, 50);
+    ck_assert_int_gt(rescued, 50);
+    arena_release(&l.a);
+}
+END_TEST
+
 START_TEST(test_unlimited_counts_bytes)
 {
     struct arena a;
@@ -464,6 +592,7 @@ int main(void)
     tcase_add_test(tc, test_window_matches_the_reference);
     tcase_add_test(tc, test_compaction_slides_every_movable_block);
     tcase_add_test(tc, test_compaction_for_a_request_moves_the_fewest_bytes);
+    tcase_add_test(tc, test_relocation_moves_a_windows_blocks_out);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
