@@ -79,7 +79,9 @@ static int window_evictable(void *ctx, void *owner)
 
 /* The cheapest contiguous window that makes `bytes` fit, its owners in
  * s->budget.window: their count, or -1 when no window exists. *compute is
- * what recomputing them would cost by themselves. */
+ * what evicting them costs by the heuristic's own estimate: each one's
+ * recomputation plus the evicted neighbourhood its score counts (e*), since
+ * a block evicted beside evicted neighbours brings them back with it. */
 static long find_window(struct dtrx_session *s, size_t bytes, double *compute)
 {
     void **owners = s->budget.window;
@@ -89,8 +91,12 @@ static long find_window(struct dtrx_session *s, size_t bytes, double *compute)
     if (arena_find_window(&s->arena, bytes, window_score, window_evictable, s, owners, BUDGET_MAX_WINDOW, &n))
         return -1;
     *compute = 0;
-    for (size_t i = 0; i < n; i++)
-        *compute += dtr_storage_compute(s->budget.dtr, (dtr_storage)((uintptr_t)owners[i] - 1));
+    for (size_t i = 0; i < n; i++) {
+        double c = 0;
+        if (dtr_storage_eviction_cost(s->budget.dtr, (dtr_storage)((uintptr_t)owners[i] - 1), &c))
+            return -1;
+        *compute += c;
+    }
     return (long)n;
 }
 
@@ -132,32 +138,47 @@ static void block_moved(void *ctx, void *owner, void *old_ptr, void *new_ptr)
     s->budget.compaction_bytes += arena_size_of(&s->arena, new_ptr);
 }
 
+/* Moving blocks costs reading and writing each byte once, in the cost
+ * model's units. */
+static double move_cost(size_t bytes)
+{
+    return bytes == SIZE_MAX ? INFINITY : 2.0 * RT_COST_FLOPS_PER_BYTE * (double)bytes;
+}
+
+static int make_hole_by_moving(struct dtrx_session *s, size_t bytes, int relocate)
+{
+    int rc = relocate ? arena_relocate(&s->arena, bytes, block_movable, block_moved, s)
+                      : arena_compact(&s->arena, bytes, block_movable, block_moved, s);
+    if (!rc)
+        s->budget.compactions++;
+    return rc;
+}
+
 /* Activations go low, workspaces and constants high (see arena.h). When
- * enough bytes are free but no hole fits, two ways make one: evict the
- * cheapest window of neighbours (Coop's sliding window), or slide the
- * blocks of the cheapest span together (any block but persistent ones,
- * workspaces and the buffers of the kernel that is running). The cheaper
- * in the cost model is taken: the window's own recomputation against
- * reading and writing every byte moved. The other is the fallback. */
+ * enough bytes are free but no hole fits, three ways make one: evict the
+ * cheapest window of neighbours (Coop's sliding window), move the used
+ * blocks of the cheapest window into holes elsewhere (relocation), or
+ * slide the blocks of the cheapest span together (any block but persistent
+ * ones, workspaces and the buffers of the kernel that is running). The
+ * cheapest in the cost model is taken: the window's recomputation with its
+ * evicted neighbourhood against reading and writing every byte moved. The
+ * others are fallbacks. */
 static void *budget_arena_alloc(struct dtrx_session *s, size_t bytes, void *owner, int high)
 {
     void *(*alloc)(struct arena *, size_t, void *) = high ? arena_alloc_high : arena_alloc;
     void *p = alloc(&s->arena, bytes, owner);
     if (p || s->arena.budget_bytes - s->arena.in_use_bytes < arena_rounded(bytes))
         return p;
-    double window_compute = 0;
+    double window_compute = INFINITY;
     long n = find_window(s, bytes, &window_compute);
-    size_t moved = arena_compact_cost(&s->arena, bytes, block_movable, s);
-    if (moved != SIZE_MAX && (n < 0 || 2.0 * RT_COST_FLOPS_PER_BYTE * (double)moved < window_compute)) {
-        if (!arena_compact(&s->arena, bytes, block_movable, block_moved, s)) {
-            s->budget.compactions++;
-            if ((p = alloc(&s->arena, bytes, owner)))
-                return p;
-        }
+    if (n < 0)
+        window_compute = INFINITY;
+    double reloc = move_cost(arena_relocate_cost(&s->arena, bytes, block_movable, s));
+    double slide = move_cost(arena_compact_cost(&s->arena, bytes, block_movable, s));
+    if ((reloc < window_compute || slide < window_compute) && !make_hole_by_moving(s, bytes, reloc <= slide)) {
+        if ((p = alloc(&s->arena, bytes, owner)))
+            return p;
         n = find_window(s, bytes, &window_compute);   /* the blocks have moved */
-        if (n >= 0 && !evict_window(s, n))
-            p = alloc(&s->arena, bytes, owner);
-        return p;
     }
     if (n >= 0) {
         if (evict_window(s, n))
@@ -165,11 +186,8 @@ static void *budget_arena_alloc(struct dtrx_session *s, size_t bytes, void *owne
         if ((p = alloc(&s->arena, bytes, owner)))
             return p;
     }
-    if (arena_compact_cost(&s->arena, bytes, block_movable, s) != SIZE_MAX &&
-        !arena_compact(&s->arena, bytes, block_movable, block_moved, s)) {
-        s->budget.compactions++;
+    if (!make_hole_by_moving(s, bytes, 0))
         p = alloc(&s->arena, bytes, owner);
-    }
     return p;
 }
 

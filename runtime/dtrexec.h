@@ -226,6 +226,7 @@ struct dtrx_stats {
     long long evictions;
     long long window_evictions; /* evictions of contiguous windows against fragmentation */
     long long compactions;      /* arena compactions (movable blocks slid together) */
+    double compaction_bytes;    /* bytes those compactions copied */
     long long remats;
     long long op_calls;
     int runs;
