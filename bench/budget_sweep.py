@@ -8,8 +8,8 @@ Drives the `dtrexec` command on models from bench/models/make.py:
    steps below the lowest that trained; after two infeasible budgets in a row,
    or one run above --max-slowdown cost-model slowdown, no lower one). Per run: real slowdown (median step
    time without the first step, over the unbudgeted median), cost-model
-   slowdown ((model compute + recomputed compute) / model compute, from the
-   stats), evictions, recomputations, DTR overhead share
+   slowdown ((model compute + recomputed compute + 32 x bytes moved by
+   compactions) / model compute, from the stats), evictions, recomputations, DTR overhead share
    (dtr_overhead_seconds / summed step seconds), feasibility, and whether the
    losses equal the unbudgeted run's exactly (they must: any difference is
    printed as LOSS MISMATCH and marked in the CSV).
@@ -49,12 +49,17 @@ COARSE = [1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1]
 
 # Sizes where one unbudgeted step takes a fraction of a second on one core
 # and activations dominate the weights (pinned bytes are under a tenth of
-# the peak). Batch is the first make.py argument after the model name.
+# the peak). The CNNs run at batch 32: a budget given as a ratio of the peak
+# leaves (ratio x peak - pinned) for activations, so the pinned share sets
+# how low a ratio can go, and at batch 8 DenseNet's and U-Net's weights,
+# gradients and inputs took a fifth of a 0.5x budget (the DTR paper's
+# models ran at batches where they are a small fraction). Batch is the
+# first make.py argument after the model name.
 MODELS = {
-    "resnet50": ["resnet50", "--batch", "16", "--size", "128", "--set", "width=8", "--classes", "10"],
-    "densenet121": ["densenet121", "--batch", "8", "--size", "64", "--set", "growth=8", "--set", "init=16",
+    "resnet50": ["resnet50", "--batch", "32", "--size", "128", "--set", "width=8", "--classes", "10"],
+    "densenet121": ["densenet121", "--batch", "32", "--size", "64", "--set", "growth=8", "--set", "init=16",
                     "--classes", "10"],
-    "unet": ["unet", "--batch", "8", "--size", "64", "--set", "base=8", "--set", "depth=4"],
+    "unet": ["unet", "--batch", "32", "--size", "64", "--set", "base=8", "--set", "depth=4"],
     "transformer": ["transformer", "--batch", "8", "--seq", "128", "--layers", "4", "--set", "hidden=128",
                     "--set", "heads=4", "--set", "ffn=512", "--set", "vocab=1000"],
     "lstm_lm": ["lstm_lm", "--batch", "16", "--seq", "64", "--set", "hidden=128", "--set", "embed=64",
@@ -64,6 +69,7 @@ QUICK_MODELS = {  # the tiny variants: a smoke test of the script in seconds
     "resnet50": ["resnet50", "--tiny", "--batch", "8"],
     "transformer": ["transformer", "--tiny", "--batch", "8"],
 }
+MOVE_COST_PER_BYTE = 32.0  # 2 x RT_COST_FLOPS_PER_BYTE (runtime/runtime-impl.h)
 MAXBATCH = {"resnet50": 8, "transformer": 4}  # base batch whose unbudgeted peak is the budget
 
 
@@ -111,11 +117,16 @@ def row_of(model, h, ratio, budget, base, rc, st, err):
         row["note"] = err.splitlines()[-1][:300] if err else ""
         return row
     model_compute = st["total_compute"]  # the model's calls; recomputations are counted apart
+    moved = st.get("compaction_bytes", 0.0)
     row.update({
         "peak_bytes": st["peak_bytes"],
         "step_s": median_step(st),
         "real_slowdown": median_step(st) / base["step_s"],
-        "cost_slowdown": (model_compute + st["remat_compute"]) / model_compute if model_compute else 1.0,
+        # compactions are charged as the runtime weighs them: each byte moved
+        # is read and written (2 x 16 cost units per byte, runtime/exec.c)
+        "cost_slowdown": ((model_compute + st["remat_compute"] + MOVE_COST_PER_BYTE * moved) / model_compute
+                          if model_compute else 1.0),
+        "compaction_bytes": moved,
         "evictions": st["evictions"], "window_evictions": st["window_evictions"],
         "compactions": st["compactions"], "remats": st["remats"],
         "dtr_overhead_s": st["dtr_overhead_seconds"],
@@ -419,7 +430,8 @@ def summary(rows, bases, over, maxb, heuristics, configs, meta):
         L.append(f"| {m} | `{' '.join(configs[m])}` | {b['peak_bytes'] / 2**20:.1f} | "
                  f"{b['pinned_bytes'] / 2**20:.1f} | {b['step_s'] * 1e3:.0f} |")
     L += ["", "## Lowest feasible budget and slowdowns", "",
-          "Real = measured step-time ratio; cost = cost-model ratio. `lowest` is the lowest ratio that trained "
+          "Real = measured step-time ratio; cost = cost-model ratio (recomputations, and compactions at 32 units per "
+          "byte moved, as the runtime weighs them). `lowest` is the lowest ratio that trained "
           f"(after two infeasible ratios in a row, or one run above {meta['max_slowdown']:g}x cost-model slowdown, "
           "no lower one is tried; `*`: stopped by that slowdown cap, lower budgets may train).", "",
           "| model | heuristic | lowest | real @0.5x | cost @0.5x | real @lowest | cost @lowest | "
@@ -504,7 +516,7 @@ def main():
                         log(f"  {name} {r['mode']}: max batch {r['max_batch']}, step {r['step_s'] * 1e3:.0f} ms")
     load1 = "%.2f %.2f %.2f" % os.getloadavg()
     fields = ["model", "heuristic", "ratio", "budget_bytes", "feasible", "status", "peak_bytes", "step_s",
-              "real_slowdown", "cost_slowdown", "evictions", "window_evictions", "compactions", "remats",
+              "real_slowdown", "cost_slowdown", "evictions", "window_evictions", "compactions", "compaction_bytes", "remats",
               "dtr_overhead_s", "overhead_share", "losses_equal", "within_budget", "note"]
     write_csv(os.path.join(args.out, "budget_sweep.csv"), rows, fields)
     write_csv(os.path.join(args.out, "budget_overhead.csv"), over,
