@@ -9,16 +9,27 @@
  * its inputs and outputs while it ran (scratch such as oneDNN's or an
  * im2col buffer, freed when the call returns; omitted when 0); the first
  * node's param_cost holds the bytes that stay resident all step (weights,
- * inputs, optimizer state, and the constants the step makes: shapes and
- * scales of gradient emitters, the loss's seed). A link joins the producer of each input to its
- * consumer; weights, inputs and constants are not nodes.
+ * inputs, optimizer state, the targets the first loss draws, and the
+ * constants the step makes: shapes and scales of gradient emitters, the
+ * loss's seed). A link joins the producer of each input to its consumer;
+ * weights, inputs and constants are not nodes.
  *
  * kept_ram the bytes of its outputs that the runtime holds to the end of
  * the step whatever a schedule frees (final parameter gradients, pinned
  * until the optimizer; the graph's outputs), not in cost_ram (omitted when
- * 0).
+ * 0); a kept view's bytes are its source's kept bytes.
  *
- * workspace_ram and kept_ram are this exporter's additions to Checkmate's
+ * Views (alias outputs: Reshape, a MatMul gradient's transposed operand)
+ * are marked "view": true. They have no bytes of their own, and a reader
+ * of a view is linked to the view's source as well (through views of
+ * views), since the arena holds the shared storage while the view is
+ * read: a schedule then keeps or recomputes the source wherever a view is
+ * read. When the source is freed the view goes with it; the runtime
+ * replays a view read after its source was recomputed (zero cost, counted
+ * in --stats view_remats), which a schedule that keeps the 0-byte view
+ * does not count as a recomputation.
+ *
+ * workspace_ram, kept_ram and view are this exporter's additions to Checkmate's
  * layout: a node needs its workspace only while it runs, so a planner
  * counts it at that node's run on top of the resident values and the
  * node's outputs, and its kept bytes from its first run to the end
@@ -35,6 +46,7 @@
 struct rt_node {
     char *name;
     int backward;
+    int view;                      /* a view: its output shares its first input's storage */
     double seconds, flops;
     size_t bytes;
     size_t workspace;              /* arena bytes beside inputs and outputs while it ran */
@@ -49,6 +61,7 @@ struct rt_recorder {
     int n, cap;
     struct rt_node *nodes;
     int *producer;                 /* per value id: node index, -1 */
+    int *view_of;                  /* per value id: the value whose storage a view shares, -1 */
     uint8_t *constant_seen;        /* per value id: a step constant already counted */
     int producer_cap;
     size_t step_constants;         /* bytes of the constants the step made (shapes, seeds, targets) */
@@ -184,12 +197,17 @@ void rt_record_call(struct dtrx_session *s, const struct rt_call *c, const char 
         if (!grown)
             return;
         r->producer = grown;
+        int *views = realloc(r->view_of, sizeof *views * (size_t)cap);
+        if (!views)
+            return;
+        r->view_of = views;
         uint8_t *seen = realloc(r->constant_seen, (size_t)cap);
         if (!seen)
             return;
         r->constant_seen = seen;
         for (int i = r->producer_cap; i < cap; i++) {
             grown[i] = -1;
+            views[i] = -1;
             seen[i] = 0;
         }
         r->producer_cap = cap;
@@ -206,11 +224,24 @@ void rt_record_call(struct dtrx_session *s, const struct rt_call *c, const char 
         return;
     }
     n->backward = !c->node && c->origin && strcmp(c->origin, "loss");
+    n->view = c->def->alias && c->out[0] >= 0;
     n->seconds = seconds;
     n->flops = c->cost_flops;
     n->workspace = workspace;
     for (int i = 0; i < c->n_in; i++) {
         n->inputs[n->n_in++] = c->in[i] >= 0 ? r->producer[c->in[i]] : -1;
+        /* A view shares its source's storage, which the arena holds while
+         * the view is read: a reader of a view reads its source too, so
+         * that a schedule keeps (or recomputes) the source's bytes while
+         * the view's readers run; the view itself has no bytes. */
+        int src = c->in[i] >= 0 ? r->view_of[c->in[i]] : -1;
+        if (src >= 0 && r->producer[src] >= 0) {
+            int *grown = realloc(n->inputs, sizeof(int) * (size_t)(c->n_in + n->n_in + 1));
+            if (grown) {
+                n->inputs = grown;
+                n->inputs[n->n_in++] = r->producer[src];
+            }
+        }
         /* A constant made during the step (a gradient emitter's shape or
          * scale, the loss's seed) is no node: its bytes are counted as
          * resident all step, with the parameters (an upper bound; they are
@@ -255,6 +286,9 @@ void rt_record_call(struct dtrx_session *s, const struct rt_call *c, const char 
             if (!(c->def->alias && i == 0)) {
                 n->bytes += arena_rounded(tensor_size_bytes(&s->values[c->out[i]]->t));
                 n->outs[n->n_out++] = c->out[i];
+            } else if (c->in[0] >= 0) {
+                int src = r->view_of[c->in[0]];
+                r->view_of[c->out[i]] = src >= 0 ? src : c->in[0];
             }
             r->producer[c->out[i]] = r->n;
         }
@@ -294,6 +328,8 @@ static enum dtrx_status write_graph(const struct rt_recorder *r, const char *mod
             fprintf(f, ", \"kept_ram\": %zu", n->kept);
         if (n->workspace)
             fprintf(f, ", \"workspace_ram\": %zu", n->workspace);
+        if (n->view)
+            fprintf(f, ", \"view\": true");
         /* Weights, inputs and optimizer state stay resident all step: the
          * first node carries them, as param_cost, so budgets count them. */
         if (i == 0)
@@ -330,6 +366,7 @@ static void recorder_free(struct rt_recorder *r)
     }
     free(r->nodes);
     free(r->producer);
+    free(r->view_of);
     free(r->constant_seen);
 }
 
@@ -340,32 +377,49 @@ enum dtrx_status dtrx_session_export_graph(struct dtrx_session *s, const char *p
     struct rt_recorder r = { 0 };
     rt_step_names_reset(s);
     s->recorder = &r;
+    int n_before = s->n_values;
+    size_t pinned_before = s->stats.pinned_bytes;
     double loss;
     enum dtrx_status st = dtrx_session_backward(s, &loss);
     s->recorder = NULL;
+    /* Values made persistent during the step (the targets the first loss
+     * draws, resident in every later step) count with the weights. */
+    size_t persistent = pinned_before;
+    for (int i = n_before; !st && i < s->n_values; i++)
+        if (s->values[i]->kind == RT_VALUE_INITIALIZER && s->values[i]->storage)
+            persistent += arena_rounded(tensor_size_bytes(&s->values[i]->t));
     if (!st && !r.n)
         st = rt_fail(DTRX_ERR_INPUT, "the training step ran no operator");
     /* What the runtime pins until the step ends (the parameters' final
      * gradients, for the optimizer; the graph's outputs and the loss)
-     * stays from its call to the end, whatever the schedule frees. */
+     * stays from its call to the end, whatever the schedule frees. A kept
+     * view (a bias gradient reshaped from its ReduceSum) keeps its
+     * source's storage: those bytes are the source node's kept bytes. */
+    enum { PINNED = 1, KEPT = 2 };
     uint8_t *pinned = st ? NULL : calloc((size_t)s->n_values + 1, 1);
     if (!st && !pinned)
         st = rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
     for (int p = 0; pinned && p < s->train.n_params; p++) {
         int gid = s->values[s->train.params[p]]->grad;
         if (gid >= 0 && gid < s->n_values)
-            pinned[gid] = 1;
+            pinned[gid] |= PINNED;
+    }
+    for (int id = 0; pinned && id < s->n_values; id++) {
+        const struct rt_value *v = s->values[id];
+        if (!((pinned[id] & PINNED) || v->is_output || id == s->train.loss) || !rt_value_live(s, v))
+            continue;
+        int src = id < r.producer_cap ? r.view_of[id] : -1;
+        pinned[src >= 0 ? src : id] |= KEPT;
     }
     for (int i = 0; pinned && i < r.n; i++)
         for (int k = 0; k < r.nodes[i].n_out; k++) {
             int id = r.nodes[i].outs[k];
-            const struct rt_value *v = s->values[id];
-            if ((pinned[id] || v->is_output || id == s->train.loss) && rt_value_live(s, v))
-                r.nodes[i].kept += arena_rounded(tensor_size_bytes(&v->t));
+            if (pinned[id] & KEPT)
+                r.nodes[i].kept += arena_rounded(tensor_size_bytes(&s->values[id]->t));
         }
     free(pinned);
     if (!st)
-        st = write_graph(&r, s->model->path ? s->model->path : "model", s->stats.pinned_bytes + r.step_constants,
+        st = write_graph(&r, s->model->path ? s->model->path : "model", persistent + r.step_constants,
                          path);
     recorder_free(&r);
     return st;
