@@ -413,8 +413,9 @@ static int write_stats(struct dtrx_session *s, const struct run_args *a)
     fprintf(f, "  \"baseline_compute\": %.17g,\n  \"total_compute\": %.17g,\n  \"remat_compute\": %.17g,\n",
             st.baseline_compute, st.total_compute, st.remat_compute);
     fprintf(f, "  \"evictions\": %lld,\n  \"window_evictions\": %lld,\n  \"compactions\": %lld,\n"
-               "  \"compaction_bytes\": %.17g,\n  \"remats\": %lld,\n  \"op_calls\": %lld,\n",
-            st.evictions, st.window_evictions, st.compactions, st.compaction_bytes, st.remats, st.op_calls);
+               "  \"compaction_bytes\": %.17g,\n  \"remats\": %lld,\n  \"view_remats\": %lld,\n  \"op_calls\": %lld,\n",
+            st.evictions, st.window_evictions, st.compactions, st.compaction_bytes, st.remats, st.view_remats,
+            st.op_calls);
     fprintf(f, "  \"dtr_overhead_seconds\": %.9g,\n  \"step_seconds\": [", st.dtr_overhead_seconds);
     for (int i = 0; i < st.runs; i++)
         fprintf(f, "%s%.9g", i ? ", " : "", st.step_seconds[i]);

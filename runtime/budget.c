@@ -173,6 +173,10 @@ static void *budget_arena_alloc(struct dtrx_session *s, size_t bytes, void *owne
     long n = find_window(s, bytes, &window_compute);
     if (n < 0)
         window_compute = INFINITY;
+    /* A static schedule (--plan) plans no recomputation for placement:
+     * following one, blocks move whenever they can. */
+    if (s->plan)
+        window_compute = INFINITY;
     double reloc = move_cost(arena_relocate_cost(&s->arena, bytes, block_movable, s));
     double slide = move_cost(arena_compact_cost(&s->arena, bytes, block_movable, s));
     if ((reloc < window_compute || slide < window_compute) && !make_hole_by_moving(s, bytes, reloc <= slide)) {
@@ -321,6 +325,8 @@ static int compute_call(void *ctx, dtr_op op, void *closure, int rematerialize)
                 s->values[c->out[i]]->dtr_held = 1;
             }
     }
+    if (rematerialize && c->def->alias)
+        s->stats.view_remats++;
     s->env.recomputing = rematerialize;
     enum dtrx_status st = DTRX_OK;
     /* A kernel that cannot get its workspace while its buffers are in use
@@ -647,6 +653,13 @@ enum dtrx_status rt_budget_constant(struct dtrx_session *s, struct rt_value *v, 
 static void *workspace_alloc(struct dtrx_session *s, size_t bytes)
 {
     void *p = budget_arena_alloc(s, bytes, NULL, 1);
+    if (!p && s->plan && s->budget.busy_call) {
+        /* Following a schedule (--plan), evicting would recompute what it
+         * keeps: the kernel runs again with its workspace reserved first,
+         * while its own buffers can move (compute_call). */
+        s->budget.scratch_failed_bytes = bytes;
+        return NULL;
+    }
     while (!p && rt_budget_active(s)) {
         struct dtr_stats ds;
         dtr_stats_get(s->budget.dtr, &ds);

@@ -228,6 +228,7 @@ struct dtrx_stats {
     long long compactions;      /* arena compactions (movable blocks slid together) */
     double compaction_bytes;    /* bytes those compactions copied */
     long long remats;
+    long long view_remats;      /* of remats: views (alias outputs, e.g. Reshape's) replayed from a recomputed source, at no cost */
     long long op_calls;
     int runs;
     double *step_seconds;   /* `runs` entries, owned by the session */

@@ -1,16 +1,22 @@
 /* runtime/planned.c — training by a static schedule (--plan) instead of
  * DTR's heuristic. The schedule is a list of run / recompute / free steps
  * over the names `dtrexec export` gives the step's calls. The step runs
- * under a DTR instance as usual; before each call the schedule's frees that
- * come before its run are applied (the named nodes' outputs are evicted),
- * and recomputations happen when the next call needs an evicted value —
- * which is where the schedule puts them. A call that is not the schedule's
- * next run is an error naming the schedule step. A freed value that is
- * resident again before its next run in the schedule (it could not go at
- * its free: a running call held it or a view still shared its storage; or
- * DTR recomputed it beside a sibling output another call needed) is evicted
- * again before the next call, so that it does not stay resident beyond the
- * schedule's accounting. */
+ * under a DTR instance as usual; before each call the schedule's steps up
+ * to its run are applied in order: a free evicts the named node's outputs,
+ * a recomputation recomputes them there and then (not when a later call
+ * needs them: by then the schedule may have freed their inputs). A call
+ * that is not the schedule's next run is an error naming the schedule
+ * step. Values the program drops stay resident until the schedule frees
+ * them (dealloc "ignore"), as the schedule counts them. A freed value that
+ * is resident again before its next run in the schedule (it could not go
+ * at its free: a running call held it; or DTR recomputed it beside a
+ * sibling output another call needed) is evicted again before the next
+ * call, so that it does not stay resident beyond the schedule's
+ * accounting. With the graph's accounting equal to the arena's
+ * (runtime/export.c), a schedule within its budget then runs with exactly
+ * its recomputations, plus the replays of views read after their source
+ * was recomputed (zero cost; --stats view_remats); runtime/budget.c moves
+ * blocks rather than evict a window when the arena is fragmented. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +29,7 @@ struct rt_plan {
     int cursor;
     long long plan_evictions;
     int *pending;                  /* values freed by the schedule, not run again since */
+    enum dtr_dealloc dealloc;      /* the session's policy, restored when the schedule goes */
     int n_pending, cap_pending;
 };
 
@@ -36,6 +43,7 @@ void rt_plan_free(struct dtrx_session *s)
     free(p->node);
     free(p->kind);
     free(p->pending);
+    s->budget.config.dealloc = p->dealloc;
     free(p);
     s->plan = NULL;
 }
@@ -54,6 +62,10 @@ enum dtrx_status dtrx_session_set_plan(struct dtrx_session *s, const struct dtrx
         return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
     }
     s->plan = p;
+    /* A value the program drops stays until the schedule frees it: the
+     * schedule counts it resident until then, and may recompute from it. */
+    p->dealloc = s->budget.config.dealloc;
+    s->budget.config.dealloc = DTR_DEALLOC_IGNORE;
     for (int i = 0; i < n; i++) {
         p->kind[i] = steps[i].kind;
         if (!(p->node[i] = strdup(steps[i].node ? steps[i].node : ""))) {
@@ -66,21 +78,34 @@ enum dtrx_status dtrx_session_set_plan(struct dtrx_session *s, const struct dtrx
     return DTRX_OK;
 }
 
-/* 1 when storage `st` still backs a value the program holds that the
- * schedule has not freed yet: a view of the freed value, or its source. The
- * exported graph gives a view its own node and bytes, so a schedule frees a
- * view's source after the view was made and the view after its last read;
- * the shared bytes go when both are freed. */
+/* 1 when the schedule still keeps storage `st`: it has not freed the call
+ * output that owns it (whether the program still holds that value or
+ * not: the schedule may recompute from it). A view (an alias output, such
+ * as a Reshape's) has no say: the exported graph gives a view no bytes and
+ * makes every reader of a view read its source too (runtime/export.c), so
+ * the schedule keeps or recomputes the source wherever the view is read,
+ * and the shared bytes go when the source is freed; a view read after
+ * that is replayed from the recomputed source, at no cost (--stats
+ * view_remats). A storage no step call owns (a view of a constant) is
+ * kept while the program holds an unfreed value on it. */
 static int storage_still_held(struct dtrx_session *s, dtr_storage st)
 {
-    for (int i = 0; i < s->n_values; i++) {
-        const struct rt_value *v = s->values[i];
-        if (v->dt == DTR_NONE || !v->dtr_held || v->plan_freed)
-            continue;
-        if (dtr_tensor_storage(s->budget.dtr, v->dt) == st)
-            return 1;
+    struct rt_step_names *sn = &s->step_names;
+    int owner = 0, owner_freed = 0, unfreed_held = 0;
+    for (int i = 0; i < sn->n; i++) {
+        const struct rt_call *c = sn->calls[i];
+        for (int k = 0; k < c->n_out; k++) {
+            const struct rt_value *v = c->out[k] >= 0 ? s->values[c->out[k]] : NULL;
+            if (!v || v->dt == DTR_NONE || dtr_tensor_storage(s->budget.dtr, v->dt) != st)
+                continue;
+            if (!(c->def->alias && k == 0)) {
+                owner = 1;
+                owner_freed = v->plan_freed;
+            }
+            unfreed_held |= v->dtr_held && !v->plan_freed;
+        }
     }
-    return 0;
+    return owner ? !owner_freed : unfreed_held;
 }
 
 /* Evicts value id's storage when it is resident, evictable and backs
@@ -169,19 +194,35 @@ static void free_node(struct dtrx_session *s, const char *node)
     }
 }
 
-/* A recomputation step: the schedule keeps the node's outputs again from
- * here to their next free (DTR recomputes them when a call reads them). */
-static void unfree_node(struct dtrx_session *s, const char *node)
+/* A recomputation step: the node's outputs are recomputed now, where the
+ * schedule puts it (its inputs are resident here by the schedule's own
+ * validation; later, after the frees that follow, they may not be, and
+ * DTR would recompute them too), and kept again to their next free. An
+ * output still resident is not recomputed: one the runtime keeps whatever
+ * the schedule frees (a graph output, a final gradient: kept_ram in the
+ * graph), or one a free could not evict. */
+static enum dtrx_status recompute_node(struct dtrx_session *s, const char *node)
 {
     struct rt_step_names *sn = &s->step_names;
-    for (int i = sn->n - 1; i >= 0; i--)
-        if (!strcmp(sn->names[i], node)) {
-            const struct rt_call *c = sn->calls[i];
-            for (int k = 0; k < c->n_out; k++)
-                if (c->out[k] >= 0)
-                    s->values[c->out[k]]->plan_freed = 0;
-            return;
+    for (int i = sn->n - 1; i >= 0; i--) {
+        if (strcmp(sn->names[i], node))
+            continue;
+        const struct rt_call *c = sn->calls[i];
+        for (int k = 0; k < c->n_out; k++)
+            if (c->out[k] >= 0)
+                s->values[c->out[k]]->plan_freed = 0;
+        for (int k = 0; k < c->n_out; k++) {
+            const struct rt_value *v = c->out[k] >= 0 ? s->values[c->out[k]] : NULL;
+            if (!v || v->dt == DTR_NONE || dtr_tensor_is_resident(s->budget.dtr, v->dt))
+                continue;
+            if (dtr_tensor_acquire(s->budget.dtr, v->dt))
+                return rt_fail(DTRX_ERR_BUDGET, "schedule step %d recomputes '%s' and cannot: %s", s->plan->cursor,
+                               node, dtr_error(s->budget.dtr));
+            dtr_tensor_unacquire(s->budget.dtr, v->dt);
         }
+        return DTRX_OK;
+    }
+    return DTRX_OK;
 }
 
 enum dtrx_status rt_plan_before_call(struct dtrx_session *s, const struct rt_call *c)
@@ -198,8 +239,10 @@ enum dtrx_status rt_plan_before_call(struct dtrx_session *s, const struct rt_cal
             continue;
         }
         if (p->kind[p->cursor] == DTRX_PLAN_RECOMPUTE) {
-            unfree_node(s, p->node[p->cursor]);
-            continue;   /* DTR recomputes it when the next call needs it */
+            enum dtrx_status st = recompute_node(s, p->node[p->cursor]);
+            if (st)
+                return st;
+            continue;
         }
         if (strcmp(p->node[p->cursor], name))
             return rt_fail(DTRX_ERR_INPUT,
