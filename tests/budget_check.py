@@ -14,6 +14,8 @@ Usage: budget_check.py DTREXEC CASE
   with a message naming the operator, the bytes needed and the bytes pinned.
 - conv-workspace: a budget below what a first convolution's unchunked
   oneDNN reorder buffers needed trains bit-identically (dtr, dtr-eq).
+- plan-exact: Checkmate's and Chen's schedules of a small Transformer run
+  with exactly their recomputations (besides zero-cost view replays).
 """
 import json
 import os
@@ -195,6 +197,66 @@ def planned(dtrexec, tmp):
     print("PASS: a schedule made for another model fails naming the schedule step")
 
 
+def plan_exact(dtrexec, tmp):
+    """A schedule runs as planned: on a small Transformer (views, attention,
+    a drawn target), Checkmate's and Chen's schedules of the exported graph
+    train bit-identically to the unbudgeted run within the schedule's
+    budget, recomputing exactly what the schedule recomputes: per step, the
+    recomputations other than view replays equal the schedule's, and the
+    recomputed cost-model FLOPs equal the sum of its recomputed nodes'
+    cost_flops. A view (Reshape, marked "view" in the graph) read after its
+    source was recomputed is replayed at no cost; a schedule that keeps the
+    0-byte view does not count that (--stats view_remats does)."""
+    path = os.path.join(tmp, "transformer.onnx")
+    subprocess.run([sys.executable, MAKE, "transformer", "--batch", "4", "--seq", "64", "--layers", "1",
+                    "--set", "hidden=64", "--set", "heads=2", "--set", "ffn=256", "--set", "vocab=200", "-o", path],
+                   check=True, capture_output=True)
+    res, base, base_w = train(dtrexec, path, tmp, "base", [])
+    if res.returncode:
+        raise SystemExit(f"FAIL: unbudgeted training: {res.stderr}")
+    graph = os.path.join(tmp, "graph.json")
+    run(dtrexec, ["export", path, "--train", "--optimizer", "momentum", "--seed", "3", "-o", graph], 0)
+    nodes = {n["name"]: n for n in json.load(open(graph))["nodes"]}
+    steps, checked, ran = 2, 0, 0
+    for solver, budget in [("checkmate-lp", "0.9x"), ("checkmate-lp", "0.7x"), ("checkmate", "0.7x"),
+                           ("chen-sqrtn", "0.9x"), ("chen-greedy", "0.9x")]:
+        sched = os.path.join(tmp, f"{solver}-{budget}.json")
+        res = run(dtrexec, ["plan", graph, "--solver", solver, "--budget", budget, "-o", sched,
+                            "--time-limit", "10", "--threads", "1"])
+        if res.returncode:
+            print(f"NOTE {solver} at {budget}: no schedule ({res.stderr.strip()[-160:]})")
+            continue
+        plan = json.load(open(sched))
+        recomputed = [s["run"] for s in plan["steps"] if s.get("recompute")]
+        # a node whose outputs the runtime keeps anyway (kept_ram, no
+        # cost_ram: a graph output) is resident when a schedule recomputes it
+        kept = [r for r in recomputed if not nodes[r]["cost_ram"] and nodes[r].get("kept_ram")]
+        want = [r for r in recomputed if not nodes[r].get("view") and r not in kept]
+        res, st, w = train(dtrexec, path, tmp, f"planned-{solver}-{budget}", ["--plan", sched])
+        if res.returncode:
+            raise SystemExit(f"FAIL: training under the {solver} schedule at {budget}: {res.stderr}")
+        ran += 1
+        if st["loss"] != base["loss"] or any(base_w[k].tobytes() != w[k].tobytes() for k in base_w):
+            raise SystemExit(f"FAIL: the {solver} schedule at {budget} changed the losses or weights")
+        if st["peak_bytes"] > st["budget_bytes"] or st["budget_bytes"] > plan["budget_bytes"]:
+            raise SystemExit(f"FAIL: {solver} at {budget}: peak {st['peak_bytes']}, budget {st['budget_bytes']}, "
+                             f"schedule's budget {plan['budget_bytes']}")
+        real = (st["remats"] - st["view_remats"]) / steps
+        flops = sum(nodes[r]["cost_flops"] for r in want)
+        if real != len(want) or abs(st["remat_compute"] / steps - flops) > 1e-9 * max(flops, 1):
+            raise SystemExit(f"FAIL: {solver} at {budget}: {real} recomputations per step besides "
+                             f"{st['view_remats'] / steps} view replays, {st['remat_compute'] / steps} FLOPs; the "
+                             f"schedule recomputes {len(want)} nodes ({len(recomputed)} with views and kept values), "
+                             f"{flops} FLOPs")
+        print(f"PASS {solver} at {budget}: bit-identical, peak {st['peak_bytes']} <= {st['budget_bytes']}, "
+              f"{real:.0f} recomputations per step as planned ({flops:.0f} FLOPs), "
+              f"{st['view_remats'] / steps:.0f} views replayed ({len(recomputed) - len(want) - len(kept)} in the "
+              f"schedule)")
+        checked += len(want) > 0
+    if not checked or ran < 3:
+        raise SystemExit(f"FAIL: {ran} schedules ran, {checked} of them with recomputations")
+
+
 def infeasible(dtrexec, tmp):
     path = make_model("mlp", tmp)
     res, base, _ = train(dtrexec, path, tmp, "base", [])
@@ -261,7 +323,7 @@ def conv_workspace(dtrexec, tmp):
 
 
 if __name__ == "__main__":
-    cases = list(MODELS) + ["mlp", "trace-replay", "infeasible", "plan", "conv-workspace"]
+    cases = list(MODELS) + ["mlp", "trace-replay", "infeasible", "plan", "conv-workspace", "plan-exact"]
     if len(sys.argv) != 3 or sys.argv[2] not in cases:
         print(__doc__)
         sys.exit(2)
@@ -272,6 +334,8 @@ if __name__ == "__main__":
             infeasible(sys.argv[1], tmp)
         elif sys.argv[2] == "plan":
             planned(sys.argv[1], tmp)
+        elif sys.argv[2] == "plan-exact":
+            plan_exact(sys.argv[1], tmp)
         elif sys.argv[2] == "conv-workspace":
             conv_workspace(sys.argv[1], tmp)
         else:
