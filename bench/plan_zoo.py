@@ -138,6 +138,21 @@ def all_peak(tool, graph):
     return sim_json(tool, graph, "--plan", path)["peak_bytes"]
 
 
+def schedule_recomputes(graph, sched):
+    """What the runtime is to recompute for a schedule: its recomputations
+    of views ("view": true; the runtime replays views at no cost, also
+    where a schedule keeps a 0-byte view across its source's recomputation,
+    so they are compared apart), of nodes whose outputs the runtime keeps
+    anyway (no cost_ram, kept_ram: resident, so not recomputed), and the
+    cost-model FLOPs of the rest."""
+    with open(graph) as f:
+        nodes = {n["name"]: n for n in json.load(f)["nodes"]}
+    rec = [nodes[s["run"]] for s in sched.get("steps", []) if s.get("recompute")]
+    kept = [n for n in rec if not n["cost_ram"] and n.get("kept_ram") and not n.get("view")]
+    return {"sched_view_recomputes": sum(1 for n in rec if n.get("view")), "sched_kept_recomputes": len(kept),
+            "sched_remat_flops": sum(n.get("cost_flops", 0) for n in rec if n not in kept)}
+
+
 def plan_rows(tool, name, graph, ratios, log):
     """Simulated rows: every solver and heuristic at every ratio."""
     rows, schedules = [], {}
@@ -163,6 +178,7 @@ def plan_rows(tool, name, graph, ratios, log):
                     sched = json.load(f)
                 sv = sched.get("solver", {})
                 js = sim_json(tool, graph, "--plan", path)
+                row.update(schedule_recomputes(graph, sched))
                 row.update({"budget_bytes": sched.get("budget_bytes"), "status": sv.get("status"),
                             "solve_s": sv.get("solve_seconds"), "gap": sv.get("gap"),
                             "objective": sv.get("objective"), "bound": sv.get("bound"),
@@ -239,10 +255,14 @@ def real_rows(tool, name, model, rows, schedules, base, prefix, extra_bytes, log
                 k + "slowdown": median_step(st) / base["step_s"],
                 k + "cost_slowdown": (compute + st["remat_compute"]) / compute if compute else 1.0,
                 k + "evictions_per_step": st["evictions"] / steps, k + "remats_per_step": st["remats"] / steps,
+                k + "view_remats_per_step": st.get("view_remats", 0) / steps,
+                k + "remat_flops_per_step": st["remat_compute"] / steps,
                 k + "losses_equal": st["loss"] == base["loss"], k + "within_budget": st["peak_bytes"] <= budget,
             })
             if r["kind"] == "solver" and r.get("recomputes") is not None:
-                r[k + "extra_remats_per_step"] = r[k + "remats_per_step"] - r["recomputes"]
+                # besides views, against the schedule's own besides views and kept values
+                planned = r["recomputes"] - r["sched_view_recomputes"] - r["sched_kept_recomputes"]
+                r[k + "extra_remats_per_step"] = (r[k + "remats_per_step"] - r[k + "view_remats_per_step"]) - planned
             if not r[k + "losses_equal"]:
                 log(f"!!!! LOSS MISMATCH {name} {r['method']} {r['ratio']} ({k}): {st['loss']} != {base['loss']}")
             if not r[k + "within_budget"]:
@@ -336,9 +356,11 @@ def write_svg(path, rows, methods, title):
 
 
 REAL = ["status", "budget_bytes", "slowdown", "cost_slowdown", "peak_bytes", "evictions_per_step",
-        "remats_per_step", "extra_remats_per_step", "losses_equal", "within_budget", "note"]
+        "remats_per_step", "view_remats_per_step", "extra_remats_per_step", "remat_flops_per_step",
+        "losses_equal", "within_budget", "note"]
 FIELDS = (["model", "method", "kind", "ratio", "budget_bytes", "status", "overhead", "opt_overhead", "opt_proven",
-           "vs_opt", "peak_bytes", "recomputes", "solve_s", "plan_wall_s", "gap", "backend", "note"]
+           "vs_opt", "peak_bytes", "recomputes", "sched_view_recomputes", "sched_kept_recomputes",
+           "sched_remat_flops", "solve_s", "plan_wall_s", "gap", "backend", "note"]
           + ["real_" + k for k in REAL] + ["adj_" + k for k in REAL])
 
 
@@ -377,6 +399,8 @@ def real_cells(r, k):
     rem = fmt(r.get(k + "remats_per_step"), ".1f")
     if r["kind"] == "solver" and r.get("recomputes") is not None and r.get(k + "remats_per_step") is not None:
         rem += f" ({r['recomputes']})"
+    if r.get(k + "view_remats_per_step"):
+        rem += f" [{r[k + 'view_remats_per_step']:g} v]"
     st = r[k + "status"]
     if r.get(k + "losses_equal") is False:
         st += " LOSS MISMATCH"
@@ -385,15 +409,31 @@ def real_cells(r, k):
     return [st, fmt(r.get(k + "slowdown")), fmt(r.get(k + "cost_slowdown"), ".3f"), rem]
 
 
+def flops_differ(r, k):
+    real, sched = r.get(k + "remat_flops_per_step"), r.get("sched_remat_flops")
+    return real is not None and sched is not None and abs(real - sched) > 1e-9 * max(abs(sched), 1.0)
+
+
 def beyond_lines(rows, k, what):
+    """Schedules whose real run recomputed other than planned: view replays
+    and recomputations of kept values aside (see schedule_recomputes), the
+    count per step and the recomputed FLOPs per step against the
+    schedule's."""
     ran = [r for r in rows if r["kind"] == "solver" and r.get(k + "status") == "ok"]
-    extra = [r for r in ran if r.get(k + "extra_remats_per_step")]
+    extra = [r for r in ran if r.get(k + "extra_remats_per_step") or flops_differ(r, k)]
     failed = [r for r in rows if r["kind"] == "solver" and r.get(k + "status") not in (None, "ok")]
-    L = [f"{what}: {len(ran)} schedules ran, {len(failed)} did not fit the arena, {len(extra)} of those that ran "
-         f"recomputed other than planned:", ""]
+    views = sum(1 for r in ran if r.get(k + "view_remats_per_step"))
+    L = [f"{what}: {len(ran)} schedules ran, {len(failed)} did not fit the arena; {len(ran) - len(extra)} of those "
+         f"that ran recomputed exactly the schedule's nodes and FLOPs besides view replays ({views} of them replayed views), "
+         f"{len(extra)} other than planned:", ""]
     for r in extra:
-        L.append(f"- {r['model']} {r['method']} at {r['ratio']:g}: {r[k + 'remats_per_step']:.1f} recomputations "
-                 f"per step against the schedule's {r['recomputes']} (cost {fmt(r.get(k + 'cost_slowdown'), '.3f')}, "
+        planned = r["recomputes"] - r["sched_view_recomputes"] - r["sched_kept_recomputes"]
+        real = r[k + "remats_per_step"] - r[k + "view_remats_per_step"]
+        L.append(f"- {r['model']} {r['method']} at {r['ratio']:g}: {real:.1f} recomputations per step besides "
+                 f"{r[k + 'view_remats_per_step']:g} of views, against the schedule's {planned} "
+                 f"({r['sched_view_recomputes']} views and {r['sched_kept_recomputes']} kept values aside); "
+                 f"recomputed FLOPs {fmt(r.get(k + 'remat_flops_per_step'), '.4g')} against "
+                 f"{fmt(r.get('sched_remat_flops'), '.4g')} (cost {fmt(r.get(k + 'cost_slowdown'), '.3f')}, "
                  f"real slowdown {fmt(r.get(k + 'slowdown'))})")
     for r in failed:
         L.append(f"- {r['model']} {r['method']} at {r['ratio']:g}: {r[k + 'status']}: {r.get(k + 'note', '')}")
@@ -416,7 +456,9 @@ def summary(path, rows, bases, models, configs, meta):
          "memory the graph does not model, such as alignment, fragmentation and values the runtime "
          "creates outside calls). Per mode: status, real slowdown (median step time, first step left out, over the "
          "unbudgeted median), cost ((compute + recomputed compute) / compute, the runtime's FLOP costs) and "
-         "recomputations per step (for schedules the schedule's own in parentheses). Every run that trained "
+         "recomputations per step (for schedules the schedule's own in parentheses; `[n v]`: n of them replays of "
+         "views, Reshape outputs that share their source's memory: the runtime replays a view read after its "
+         "source was recomputed, at no cost, where a schedule may keep the 0-byte view). Every run that trained "
          "gave exactly the unbudgeted losses unless marked LOSS MISMATCH.", ""]
     for m in models:
         b = bases.get(m)
@@ -441,7 +483,10 @@ def summary(path, rows, bases, models, configs, meta):
           "optimum lies between dtr-eq / best known and dtr-eq / bound (given as lo .. hi; met when hi <= 1.1).", "",
           "| model | ratio | optimal overhead | dtr-eq | dtr-eq / opt | goal |", "|---|---|---|---|---|---|"]
     L += goal_lines(rows, models) + [""]
-    L += ["## Real runs of schedules: recomputations beyond the schedule", ""]
+    L += ["## Real runs of schedules: recomputations beyond the schedule", "",
+          "A schedule's recomputations of nodes whose outputs the runtime keeps anyway (a graph output: no "
+          "`cost_ram`, only `kept_ram`) find them resident and recompute nothing; they and views are left "
+          "aside in the counts below.", ""]
     L += beyond_lines(rows, "real_", "Same bytes") + beyond_lines(rows, "adj_", "+unmodelled")
     with open(path, "w") as f:
         f.write("\n".join(L) + "\n")
