@@ -74,7 +74,18 @@ def main():
                     f.write(f"{j} {name} {values.get(name, 0.0):.17g}\n")
             cmd += ["mips", start]
         cmd += ["solve", "solu", sol]
-        res = subprocess.run(cmd, capture_output=True, text=True)
+        try:
+            # CBC checks its limit only between nodes: its root (LP, MIP
+            # start, cuts) can run far past it, so it is stopped here
+            res = subprocess.run(cmd, capture_output=True, text=True,
+                                 timeout=a.time_limit * 1.1 + 10 if a.time_limit > 0 else None)
+        except subprocess.TimeoutExpired as e:
+            out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+            if a.verbose:
+                sys.stdout.write(out + "\nmilp_cbc.py: cbc stopped past its time limit\n")
+            with open(a.answer, "w") as f:
+                json.dump({"status": "time_limit", "has_solution": False, "seconds": time.monotonic() - t0}, f)
+            return 0
         if a.verbose:
             sys.stdout.write(res.stdout)
             sys.stdout.flush()

@@ -72,6 +72,10 @@ def scip_times(text):
     first_inc = last_inc = first_bound = None
     prev = None
     for line in text.splitlines():
+        m = re.search(r"feasible solution given by .*new primal bound (\S+)", line)
+        if m and first_inc is None:
+            # the MIP start, accepted before presolving
+            first_inc, prev = 0.0, fnum(m.group(1))
         f = line.split("|")
         if len(f) < 15 or not re.match(r"^\D?\s*[\d.]+s$", f[0].strip()):
             continue
