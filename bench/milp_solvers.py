@@ -21,6 +21,7 @@ improvement and to its first dual bound.
         [--graphs vgg16-256-train.json:0.84,0.88 ...] [--solvers highs,scip,cpsat,cbc]
         [--time-limit 60] [--cpsat-workers 2] [--csv OUT.csv (appended)]
     python3 bench/milp_solvers.py --table OUT.csv      (the CSV as a markdown table)
+    python3 bench/milp_solvers.py --retime OUT.csv WORK (the log times again, from WORK's kept logs)
 """
 import argparse
 import csv
@@ -36,7 +37,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from milp_speed import baseline_compute, log_times  # noqa: E402
+from milp_speed import baseline_compute  # noqa: E402
 
 FRONT = {"highs": ("milp_highs.py", []), "scip": ("milp_ortools.py", ["--backend", "scip"]),
          "cpsat": ("milp_ortools.py", ["--backend", "cpsat"]), "cbc": ("milp_cbc.py", [])}
@@ -68,77 +69,78 @@ def fnum(s):
         return math.nan
 
 
-def scip_times(text):
-    first_inc = last_inc = first_bound = None
-    prev = None
+def scip_events(text):
+    incs, bounds = [], []
     for line in text.splitlines():
         m = re.search(r"feasible solution given by .*new primal bound (\S+)", line)
-        if m and first_inc is None:
-            # the MIP start, accepted before presolving
-            first_inc, prev = 0.0, fnum(m.group(1))
+        if m:
+            incs.append((0.0, fnum(m.group(1))))      # the MIP start, before presolving
         f = line.split("|")
         if len(f) < 15 or not re.match(r"^\D?\s*[\d.]+s$", f[0].strip()):
             continue
         t = float(re.sub(r"[^\d.]", "", f[0]))
-        dual, primal = fnum(f[-4].strip()), fnum(f[-3].strip())
-        if first_bound is None and math.isfinite(dual):
-            first_bound = t
-        if math.isfinite(primal):
-            if first_inc is None:
-                first_inc = t
-            if prev is not None and primal != prev:
-                last_inc = t
-            prev = primal
-    return first_inc, last_inc, first_bound
+        bounds.append((t, fnum(f[-4].strip())))
+        incs.append((t, fnum(f[-3].strip())))
+    return incs, bounds
 
 
-def cpsat_times(text):
-    first_inc = last_inc = first_bound = None
+def cpsat_events(text):
+    incs, bounds = [], []
     for line in text.splitlines():
         m = re.match(r"^#(\d+|Bound)\s+([\d.]+)s\s+best:(\S+)\s+next:\[(\S+?),", line)
-        if not m:
-            continue
-        t = float(m.group(2))
-        if m.group(1) == "Bound":
-            if first_bound is None and m.group(4) != "inf":
-                first_bound = t
-            continue
-        if first_inc is None:
-            first_inc = t
-        elif m.group(1) != "1":
-            last_inc = t
-    return first_inc, last_inc, first_bound
-
-
-def cbc_times(text):
-    first_inc = last_inc = first_bound = None
-    for line in text.splitlines():
-        m = re.search(r"Continuous objective value is \S+ - ([\d.]+) seconds", line)
-        if m and first_bound is None:
-            first_bound = float(m.group(1))
-        if "MIPStart provided solution" in line and first_inc is None:
-            first_inc = 0.0
-        m = re.search(r"Cbc0012I Integer solution of \S+ found .*\(([\d.]+) seconds\)", line)
         if m:
-            if first_inc is None:
-                first_inc = float(m.group(1))
-            else:
-                last_inc = float(m.group(1))
-    return first_inc, last_inc, first_bound
+            t = float(m.group(2))
+            bounds.append((t, fnum(m.group(4))))
+            if m.group(1) != "Bound":
+                incs.append((t, fnum(m.group(3))))
+    return incs, bounds
 
 
-def highs_times(text):
-    first_bound, last_inc = log_times(text)
-    first_inc = None
+def cbc_events(text):
+    incs, bounds = [], []
     for line in text.splitlines():
-        m = re.match(r"^\s*[A-Za-z]?\s+\d+\s+\d+\s+\d+\s+[\d.]+%\s+\S+\s+(\S+)\s+\S+\s.*?([\d.]+)s\s*$", line)
-        if m and m.group(1) != "inf":
-            first_inc = float(m.group(2))
-            break
+        m = re.search(r"Continuous objective value is (\S+) - ([\d.]+) seconds", line)
+        if m:
+            bounds.append((float(m.group(2)), fnum(m.group(1))))
+        m = re.search(r"Cbc0012I Integer solution of (\S+) found .*\(([\d.]+) seconds\)", line)
+        if m:
+            incs.append((float(m.group(2)), fnum(m.group(1))))
+        m = re.search(r"best possible (\S+) \(([\d.]+) seconds\)", line)
+        if m:
+            bounds.append((float(m.group(2)), fnum(m.group(1))))
+    return incs, bounds
+
+
+def highs_events(text):
+    incs, bounds = [], []
+    for line in text.splitlines():
+        m = re.search(r"MIP start solution is feasible: objective value is (\S+)", line)
+        if m:
+            incs.append((0.0, fnum(m.group(1))))
+        m = re.match(r"^\s*[A-Za-z]?\s+\d+\s+\d+\s+\d+\s+[\d.]+%\s+(\S+)\s+(\S+)\s+\S+\s.*?([\d.]+)s\s*$", line)
+        if m:
+            t = float(m.group(3))
+            bounds.append((t, fnum(m.group(1))))
+            incs.append((t, fnum(m.group(2))))
+    return incs, bounds
+
+
+def times(solver, text, trivial):
+    """Seconds (the solver's clock) to its first incumbent (a MIP start it
+    accepted: 0), to its last improvement of it, and to its first bound
+    above the trivial one (every node once): None when its log has none."""
+    incs, bounds = EVENTS[solver](text)
+    incs = [(t, v) for t, v in incs if math.isfinite(v)]
+    first_inc = incs[0][0] if incs else None
+    last_inc = None
+    for (t0, v0), (t1, v1) in zip(incs, incs[1:]):
+        if v1 < v0 - 1e-9 * abs(v0):
+            last_inc = t1
+    first_bound = next((t for t, v in bounds if math.isfinite(v) and v > trivial * (1 + 1e-9)), None)
     return first_inc, last_inc, first_bound
 
 
-TIMES = {"highs": highs_times, "scip": scip_times, "cpsat": cpsat_times, "cbc": cbc_times}
+EVENTS = {"highs": highs_events, "scip": scip_events, "cpsat": cpsat_events, "cbc": cbc_events}
 
 
 def start_cost(path, lp):
@@ -178,7 +180,7 @@ def solve(a, solver, graph, ratio, lp, start, tmp):
            "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)}
     sc = start_cost(start, lp)
     row["start_overhead"] = sc / base if sc is not None else None
-    row["first_inc_s"], row["last_inc_s"], row["first_bound_s"] = TIMES[solver](res.stdout + res.stderr)
+    row["first_inc_s"], row["last_inc_s"], row["first_bound_s"] = times(solver, res.stdout + res.stderr, base)
     if res.returncode or not os.path.exists(answer):
         row["status"] = f"error {res.returncode}"
         return row
@@ -189,6 +191,22 @@ def solve(a, solver, graph, ratio, lp, start, tmp):
     row["bound_overhead"] = ans["bound"] / base if "bound" in ans else None
     row["gap"] = ans.get("gap")
     return row
+
+
+def retime(path, work, data=os.path.join(HERE, "..", "..", "shared", "data", "checkmate-graphs")):
+    rows = list(csv.DictReader(open(path)))
+    for r in rows:
+        log = os.path.join(work, f"{r['graph'][:-5]}-{float(r['ratio']):g}-{r['solver']}.log")
+        if os.path.exists(log):
+            with open(log) as f:
+                graph = os.path.join(data, r["graph"])
+                trivial = baseline_compute(graph if os.path.exists(graph) else os.path.join(HERE, "results", r["graph"]))
+                r["first_inc_s"], r["last_inc_s"], r["first_bound_s"] = times(r["solver"], f.read(), trivial)
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+    return 0
 
 
 def table(path):
@@ -215,6 +233,8 @@ def main():
         return capture_mode()
     if len(sys.argv) == 3 and sys.argv[1] == "--table":
         return table(sys.argv[2])
+    if len(sys.argv) == 4 and sys.argv[1] == "--retime":
+        return retime(sys.argv[2], sys.argv[3])
     ap = argparse.ArgumentParser()
     ap.add_argument("--dtrexec", required=True)
     ap.add_argument("--work", required=True)
