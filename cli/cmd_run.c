@@ -416,7 +416,8 @@ static int write_stats(struct dtrx_session *s, const struct run_args *a)
                "  \"compaction_bytes\": %.17g,\n  \"remats\": %lld,\n  \"view_remats\": %lld,\n  \"op_calls\": %lld,\n",
             st.evictions, st.window_evictions, st.compactions, st.compaction_bytes, st.remats, st.view_remats,
             st.op_calls);
-    fprintf(f, "  \"dtr_overhead_seconds\": %.9g,\n  \"step_seconds\": [", st.dtr_overhead_seconds);
+    fprintf(f, "  \"dtr_overhead_seconds\": %.9g,\n  \"compaction_seconds\": %.9g,\n  \"step_seconds\": [",
+            st.dtr_overhead_seconds, st.compaction_seconds);
     for (int i = 0; i < st.runs; i++)
         fprintf(f, "%s%.9g", i ? ", " : "", st.step_seconds[i]);
     fprintf(f, "]");

@@ -147,10 +147,12 @@ static double move_cost(size_t bytes)
 
 static int make_hole_by_moving(struct dtrx_session *s, size_t bytes, int relocate)
 {
+    double t0 = rt_now_seconds();
     int rc = relocate ? arena_relocate(&s->arena, bytes, block_movable, block_moved, s)
                       : arena_compact(&s->arena, bytes, block_movable, block_moved, s);
     if (!rc)
         s->budget.compactions++;
+    s->budget.compaction_seconds += rt_now_seconds() - t0;
     return rc;
 }
 

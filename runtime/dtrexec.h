@@ -227,6 +227,7 @@ struct dtrx_stats {
     long long window_evictions; /* evictions of contiguous windows against fragmentation */
     long long compactions;      /* arena compactions (movable blocks slid together) */
     double compaction_bytes;    /* bytes those compactions copied */
+    double compaction_seconds;  /* part of dtr_overhead_seconds: those compactions, finding them included */
     long long remats;
     long long view_remats;      /* of remats: views (alias outputs, e.g. Reshape's) replayed from a recomputed source, at no cost */
     long long op_calls;

@@ -145,6 +145,7 @@ struct rt_budget {
     long long window_evictions;
     long long compactions;         /* arena compactions, and the bytes they moved */
     double compaction_bytes;
+    double compaction_seconds;     /* the time those moves took, finding them included */
 };
 
 /* Exported names of the step's calls, in execution order (export.c). */

@@ -266,6 +266,7 @@ void dtrx_session_stats(const struct dtrx_session *s, struct dtrx_stats *out)
     out->window_evictions = s->budget.window_evictions;
     out->compactions = s->budget.compactions;
     out->compaction_bytes = s->budget.compaction_bytes;
+    out->compaction_seconds = s->budget.compaction_seconds;
     if (rt_budget_active(s)) {
         /* The live instance's counts join those of finished ones. */
         struct dtr_stats ds;
