@@ -3,7 +3,8 @@
  * as node-link JSON in the layout Checkmate publishes its graphs in. A node
  * is an operator call: its name is the ONNX node's, "<forward>/grad[/k]"
  * for the calls its gradient emitter issued, "loss[/k]" for the loss;
- * cost_cpu is the measured kernel time in microseconds, cost_flops the cost
+ * cost_cpu is the measured kernel time in microseconds (the fastest of
+ * EXPORT_TIMING_PASSES runs of the step), cost_flops the cost
  * model's, cost_ram the bytes of its outputs (0 for views, which share their
  * input's memory); workspace_ram the most arena bytes the kernel held beside
  * its inputs and outputs while it ran (scratch such as oneDNN's or an
@@ -42,6 +43,9 @@
 #include <string.h>
 
 #include "runtime/runtime-impl.h"
+
+/* Runs of the step whose fastest kernel time per call is cost_cpu. */
+#define EXPORT_TIMING_PASSES 3
 
 struct rt_node {
     char *name;
@@ -418,6 +422,21 @@ enum dtrx_status dtrx_session_export_graph(struct dtrx_session *s, const char *p
                 r.nodes[i].kept += arena_rounded(tensor_size_bytes(&s->values[id]->t));
         }
     free(pinned);
+    /* cost_cpu is one kernel timing per call, and one preempted call on a
+     * busy machine looks a thousand times dearer than it is: the step runs
+     * again (backward only: the weights do not change) and each call keeps
+     * its fastest time. */
+    for (int pass = 1; !st && pass < EXPORT_TIMING_PASSES; pass++) {
+        struct rt_recorder again = { 0 };
+        rt_step_names_reset(s);
+        s->recorder = &again;
+        st = dtrx_session_backward(s, &loss);
+        s->recorder = NULL;
+        for (int i = 0; !st && i < r.n && i < again.n; i++)
+            if (!strcmp(r.nodes[i].name, again.nodes[i].name) && again.nodes[i].seconds < r.nodes[i].seconds)
+                r.nodes[i].seconds = again.nodes[i].seconds;
+        recorder_free(&again);
+    }
     if (!st)
         st = write_graph(&r, s->model->path ? s->model->path : "model", persistent + r.step_constants,
                          path);
