@@ -31,6 +31,9 @@ void arena_hash_put(struct arena *a, struct arena_block *b);
 struct arena_block *arena_hash_take(struct arena *a, const void *ptr, int remove);
 /* The last block of the run of blocks without owner starting at b. */
 struct arena_block *arena_skip_unowned(struct arena_block *b);
+/* Free block b keeps `need` bytes, at its low (or high) end; the rest
+ * becomes a free block of its own. -1 without memory for the record. */
+int arena_block_split(struct arena *a, struct arena_block *b, size_t need, int high);
 /* b and the free block after it become one (b stays on the free list). */
 void arena_merge_next(struct arena *a, struct arena_block *b);
 

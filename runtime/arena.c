@@ -278,6 +278,39 @@ void *arena_alloc(struct arena *a, size_t bytes, void *owner)
     return alloc_budgeted(a, need, owner, 0);
 }
 
+int arena_block_split(struct arena *a, struct arena_block *b, size_t need, int high)
+{
+    if (b->size == need)
+        return 0;
+    struct arena_block *rest = arena_block_new(a);
+    if (!rest)
+        return -1;
+    rest->is_free = 1;
+    rest->size = b->size - need;
+    if (high) {
+        rest->offset = b->offset;
+        rest->prev = b->prev;
+        rest->next = b;
+        if (b->prev)
+            b->prev->next = rest;
+        else
+            a->blocks = rest;
+        b->prev = rest;
+        b->offset += rest->size;
+    } else {
+        rest->offset = b->offset + need;
+        rest->prev = b;
+        rest->next = b->next;
+        if (b->next)
+            b->next->prev = rest;
+        b->next = rest;
+    }
+    b->size = need;
+    a->n_blocks++;
+    arena_free_list_add(a, rest);
+    return 0;
+}
+
 static void *alloc_budgeted(struct arena *a, size_t need, void *owner, int high)
 {
     /* Low: best fit. High: the highest hole that fits, so that long-lived
@@ -292,36 +325,8 @@ static void *alloc_budgeted(struct arena *a, size_t need, void *owner, int high)
         }
     if (!best)
         return NULL;
-    if (best->size > need) {
-        /* Split: the used part takes the low (or high) addresses. */
-        struct arena_block *rest = arena_block_new(a);
-        if (!rest)
-            return NULL;
-        rest->is_free = 1;
-        if (high) {
-            rest->offset = best->offset;
-            rest->size = best->size - need;
-            rest->prev = best->prev;
-            rest->next = best;
-            if (best->prev)
-                best->prev->next = rest;
-            else
-                a->blocks = rest;
-            best->prev = rest;
-            best->offset += rest->size;
-        } else {
-            rest->offset = best->offset + need;
-            rest->size = best->size - need;
-            rest->prev = best;
-            rest->next = best->next;
-            if (best->next)
-                best->next->prev = rest;
-            best->next = rest;
-        }
-        best->size = need;
-        a->n_blocks++;
-        arena_free_list_add(a, rest);
-    }
+    if (arena_block_split(a, best, need, high))
+        return NULL;
     arena_free_list_remove(a, best);
     best->is_free = 0;
     best->owner = owner;

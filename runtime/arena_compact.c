@@ -338,22 +338,8 @@ static struct arena_block *hole_for(struct arena *a, size_t size, size_t lo, siz
 static int move_block(struct arena *a, struct arena_block *m, struct arena_block *h, arena_moved_fn moved,
                       void *ctx)
 {
-    if (h->size > m->size) {
-        struct arena_block *rest = arena_block_new(a);
-        if (!rest)
-            return -1;
-        rest->is_free = 1;
-        rest->offset = h->offset + m->size;
-        rest->size = h->size - m->size;
-        rest->prev = h;
-        rest->next = h->next;
-        if (h->next)
-            h->next->prev = rest;
-        h->next = rest;
-        h->size = m->size;
-        a->n_blocks++;
-        arena_free_list_add(a, rest);
-    }
+    if (arena_block_split(a, h, m->size, 0))
+        return -1;
     arena_free_list_remove(a, h);
     h->is_free = 0;
     h->owner = m->owner;
