@@ -20,6 +20,8 @@ found. dtr-eq / optimum then lies in [dtr-eq / best, dtr-eq / bound]:
 
     python3 bench/plan_goal.py [--results bench/results]
     python3 bench/plan_goal.py collect MODEL RATIO GRAPH.json SCHEDULE.json NOTE   (appends to plan_goal_milp.csv)
+      (SCHEDULE.json: dtrexec plan's schedule, or the stderr of a checkmate-lp run that found none, or
+      the --verbose log of a checkmate run that found none: its MILP solver's last dual bound)
 """
 import argparse
 import csv
@@ -219,10 +221,16 @@ def collect(a):
     except ValueError:
         # a failed checkmate-lp run's message still gives the relaxation's optimum
         m = re.search(r"a lower bound of any schedule's compute: ([0-9.eE+-]+)", text)
-        if not m:
-            print(f"plan_goal.py: {a.schedule}: neither a schedule nor an LP bound", file=sys.stderr)
+        # and a failed checkmate run's --verbose log its MILP solver's last
+        # dual bound (SCIP's, HiGHS's summary)
+        logged = re.findall(r"Dual [Bb]ound\s*:?\s*([+0-9.eE-]+)", text)
+        if m:
+            sv = {"status": "no_rounding", "bound": float(m.group(1))}
+        elif logged:
+            sv = {"status": "no_schedule", "bound": float(logged[-1])}
+        else:
+            print(f"plan_goal.py: {a.schedule}: neither a schedule nor an LP or MILP bound", file=sys.stderr)
             return 1
-        sv = {"status": "no_rounding", "bound": float(m.group(1))}
     path = os.path.join(a.results, "plan_goal_milp.csv")
     new = not os.path.exists(path)
     with open(path, "a", newline="") as f:
