@@ -43,24 +43,31 @@ struct op_rec {
  * the order eq_cost meets them (at most this many). */
 #define DTR_EQ_ROOTS 6
 
-/* What scoring reads comes first (one cache line for dtr and most of
- * dtr-eq): the window search of the runtime scores every block of the arena
- * on each eviction. */
+/* What scoring reads is the first cache line of the record (the records
+ * are 128 bytes, 64-aligned): the window search of the runtime scores every
+ * block of the arena on each eviction, and dtr_choose walks the pool by
+ * pool_next, so a score costs one line here plus, for dtr-eq, one per class
+ * root (struct uf_node). dtr and msps use the region caches, dtr-eq the
+ * class roots, never both (the heuristic is fixed per instance). */
 struct storage_rec {
     uint64_t bytes;
     double compute;                 /* cost of the distinct calls of its tensors */
     double last_access;
-    uint8_t in_pool;
     uint8_t pinned;
     uint8_t changed;                /* queued in dtr.changed */
     uint8_t fwd_valid, bwd_valid;
     uint8_t eq_valid;
     uint8_t eq_n;
-    uint32_t ecn;                   /* union-find node (dtr-eq), DTR_NONE when resident */
-    uint32_t fwd_epoch, bwd_epoch;  /* region caches valid when == dtr.region_epoch ... */
-    double fwd_cost, bwd_cost;      /* ... and the flag above is set */
-    uint32_t eq_roots[DTR_EQ_ROOTS]; /* dtr-eq: valid while eq_valid is set and each is a root */
     uint32_t pool_prev, pool_next;  /* evictable pool, in the order storages joined it */
+    union {
+        struct {
+            uint32_t fwd_epoch, bwd_epoch;  /* region caches valid when == dtr.region_epoch ... */
+            double fwd_cost, bwd_cost;      /* ... and the flag above is set */
+        };
+        uint32_t eq_roots[DTR_EQ_ROOTS]; /* dtr-eq: valid while eq_valid is set and each is a root */
+    };
+    /* second line: the graph */
+    uint32_t ecn;                   /* union-find node (dtr-eq), DTR_NONE when resident */
     uint32_t first_tensor, last_tensor;
     uint32_t ref_ext;               /* program references, all its tensors together */
     uint32_t ref_int;               /* locks (pins hold one for good) */
@@ -68,6 +75,13 @@ struct storage_rec {
      * the heuristics (no self-edges; duplicates are harmless) */
     uint32_t *adj[2];
     uint32_t n_adj[2], cap_adj[2];
+} __attribute__((aligned(64)));
+
+/* A union-find node: what eq_cost reads of a root, in one 16-byte record. */
+struct uf_node {
+    double value;
+    uint32_t parent;                /* DTR_NONE for a root */
+    uint32_t size;
 };
 
 struct frame {
@@ -85,10 +99,12 @@ struct dtr {
     struct tensor_rec *tensors;
     uint32_t n_tensors, cap_tensors;
     struct storage_rec *storages;
-    /* beside the records, so that the walks over neighbours read 5 bytes
-     * per storage rather than a record: state (enum storage_state) and
-     * traversal marks */
+    /* beside the records, so that the walks over neighbours and the
+     * runtime's evictability checks read 6 bytes per storage rather than a
+     * record: state (enum storage_state), membership of the evictable pool
+     * and traversal marks */
     uint8_t *state;
+    uint8_t *in_pool;
     uint32_t *mark;
     uint32_t n_storages, cap_storages;
     struct op_rec *ops;
@@ -99,10 +115,8 @@ struct dtr {
     uint32_t n_uses, cap_uses;
 
     /* union-find over evicted storages (dtr-eq), union by size */
-    uint32_t *uf_parent;
-    double *uf_value;
+    struct uf_node *uf;
     uint32_t *uf_stamp;
-    uint32_t *uf_size;
     uint32_t n_uf, cap_uf;
 
     uint32_t pool_head, pool_tail, pool_count;

@@ -13,6 +13,7 @@
  * stamps its outputs' last access. */
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,14 +152,13 @@ void dtr_destroy(struct dtr *d)
     free(d->tensors);
     free(d->storages);
     free(d->state);
+    free(d->in_pool);
     free(d->mark);
     free(d->ops);
     free(d->op_inputs);
     free(d->uses);
-    free(d->uf_parent);
-    free(d->uf_value);
+    free(d->uf);
     free(d->uf_stamp);
-    free(d->uf_size);
     free(d->changed);
     free(d->reach);
     free(d->stale[0]);
@@ -189,9 +189,9 @@ void dtr_stats_get(const struct dtr *d, struct dtr_stats *out)
 static void pool_append(struct dtr *d, uint32_t s)
 {
     struct storage_rec *r = &d->storages[s];
-    if (r->in_pool)
+    if (d->in_pool[s])
         return;
-    r->in_pool = 1;
+    d->in_pool[s] = 1;
     r->pool_next = DTR_NONE;
     r->pool_prev = d->pool_tail;
     if (d->pool_tail != DTR_NONE)
@@ -205,7 +205,7 @@ static void pool_append(struct dtr *d, uint32_t s)
 static void pool_remove(struct dtr *d, uint32_t s)
 {
     struct storage_rec *r = &d->storages[s];
-    if (!r->in_pool)
+    if (!d->in_pool[s])
         return;
     if (r->pool_prev != DTR_NONE)
         d->storages[r->pool_prev].pool_next = r->pool_next;
@@ -215,7 +215,7 @@ static void pool_remove(struct dtr *d, uint32_t s)
         d->storages[r->pool_next].pool_prev = r->pool_prev;
     else
         d->pool_tail = r->pool_prev;
-    r->in_pool = 0;
+    d->in_pool[s] = 0;
     d->pool_count--;
 }
 
@@ -572,23 +572,42 @@ static int adj_add(struct dtr *d, uint32_t s, int dir, uint32_t other)
     return 0;
 }
 
-/* The storage records and the arrays beside them share one capacity. */
+_Static_assert(sizeof(struct storage_rec) == 128 && offsetof(struct storage_rec, ecn) == 64,
+               "storage_rec: what scoring reads fills the first cache line");
+
+/* The storage records and the arrays beside them share one capacity. The
+ * records are 64-aligned (a record's first line is what a score reads), so
+ * they grow by copy rather than realloc. */
 static int storages_grow(struct dtr *d, size_t need)
 {
     uint32_t cap = d->cap_storages;
-    if (DTR_GROW(d, d->storages, cap, need))
-        return -1;
-    if (cap == d->cap_storages)
+    if (need <= cap)
         return 0;
-    void *st = realloc(d->state, cap * sizeof *d->state);
+    if (need >= UINT32_MAX / 2)
+        return -1;
+    size_t n = cap ? cap : 16;
+    while (n < need)
+        n *= 2;
+    struct storage_rec *recs = aligned_alloc(64, n * sizeof *recs);
+    if (!recs)
+        return -1;
+    if (d->n_storages)
+        memcpy(recs, d->storages, (size_t)d->n_storages * sizeof *recs);
+    free(d->storages);
+    d->storages = recs;
+    void *st = realloc(d->state, n * sizeof *d->state);
     if (!st)
         return -1;
     d->state = st;
-    void *mk = realloc(d->mark, cap * sizeof *d->mark);
+    void *ip = realloc(d->in_pool, n * sizeof *d->in_pool);
+    if (!ip)
+        return -1;
+    d->in_pool = ip;
+    void *mk = realloc(d->mark, n * sizeof *d->mark);
     if (!mk)
         return -1;
     d->mark = mk;
-    d->cap_storages = cap;
+    d->cap_storages = (uint32_t)n;
     return 0;
 }
 
@@ -678,6 +697,7 @@ static enum dtr_status call_add(struct dtr *d, const struct dtr_call_desc *c, dt
             s->ecn = DTR_NONE;
             d->state[si] = ST_PENDING;
             d->mark[si] = 0;
+            d->in_pool[si] = 0;
             t->storage = si;
             t->bytes = c->output_bytes[k];
             if (d->cfg.heuristic == DTR_HEURISTIC_EQ) {
@@ -855,7 +875,7 @@ double dtr_storage_compute(const struct dtr *d, dtr_storage s)
 
 int dtr_storage_is_evictable(const struct dtr *d, dtr_storage s)
 {
-    return s < d->n_storages && d->storages[s].in_pool;
+    return s < d->n_storages && d->in_pool[s];
 }
 
 enum dtr_status dtr_storage_score(struct dtr *d, dtr_storage s, double *score)

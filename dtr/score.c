@@ -33,43 +33,36 @@ uint32_t dtr_stamp_next(struct dtr *d)
 int dtr_uf_new(struct dtr *d, double value, uint32_t *node)
 {
     uint32_t old_cap = d->cap_uf;
-    if (DTR_GROW(d, d->uf_parent, d->cap_uf, d->n_uf + 1))
+    if (DTR_GROW(d, d->uf, d->cap_uf, d->n_uf + 1))
         return -1;
-    if (d->cap_uf != old_cap || !d->uf_value) {
-        /* the three arrays share one capacity; grow the other two to match */
-        void *v = realloc(d->uf_value, (size_t)d->cap_uf * sizeof *d->uf_value);
-        if (!v)
-            return -1;
-        d->uf_value = v;
+    if (d->cap_uf != old_cap || !d->uf_stamp) {
+        /* the stamps share the nodes' capacity */
         void *s = realloc(d->uf_stamp, (size_t)d->cap_uf * sizeof *d->uf_stamp);
         if (!s)
             return -1;
         d->uf_stamp = s;
-        void *z = realloc(d->uf_size, (size_t)d->cap_uf * sizeof *d->uf_size);
-        if (!z)
-            return -1;
-        d->uf_size = z;
     }
     uint32_t n = d->n_uf++;
-    d->uf_parent[n] = DTR_NONE;
-    d->uf_value[n] = value;
+    d->uf[n].parent = DTR_NONE;
+    d->uf[n].value = value;
+    d->uf[n].size = 1;
     d->uf_stamp[n] = 0;
-    d->uf_size[n] = 1;
     *node = n;
     return 0;
 }
 
 static uint32_t uf_find(struct dtr *d, uint32_t x)
 {
+    struct uf_node *uf = d->uf;
     uint32_t r = x;
     d->st.metadata_accesses++;
-    while (d->uf_parent[r] != DTR_NONE) {
-        r = d->uf_parent[r];
+    while (uf[r].parent != DTR_NONE) {
+        r = uf[r].parent;
         d->st.metadata_accesses++;
     }
     while (x != r) {   /* path compression */
-        uint32_t next = d->uf_parent[x];
-        d->uf_parent[x] = r;
+        uint32_t next = uf[x].parent;
+        uf[x].parent = r;
         x = next;
     }
     return r;
@@ -84,19 +77,19 @@ void dtr_uf_merge(struct dtr *d, uint32_t a, uint32_t b)
     uint32_t l = uf_find(d, a), r = uf_find(d, b);
     if (l == r)
         return;
-    if (d->uf_size[l] > d->uf_size[r]) {
+    if (d->uf[l].size > d->uf[r].size) {
         uint32_t t = l;
         l = r;
         r = t;
     }
-    d->uf_parent[l] = r;
-    d->uf_size[r] += d->uf_size[l];
-    d->uf_value[r] += d->uf_value[l];
+    d->uf[l].parent = r;
+    d->uf[r].size += d->uf[l].size;
+    d->uf[r].value += d->uf[l].value;
 }
 
 void dtr_uf_add(struct dtr *d, uint32_t node, double delta)
 {
-    d->uf_value[uf_find(d, node)] += delta;
+    d->uf[uf_find(d, node)].value += delta;
 }
 
 /* Calls body(us) for every storage `us` adjacent to storage s: its children
@@ -403,7 +396,7 @@ static int by_key(const void *a, const void *b)
  * with no evicted neighbour in that direction costs 0 at once. */
 static int refresh_add(struct dtr *d, uint32_t *n, uint32_t s, int forward)
 {
-    if (!d->storages[s].in_pool || !region_stale(d, s, forward))
+    if (!d->in_pool[s] || !region_stale(d, s, forward))
         return 0;
     const struct storage_rec *r = &d->storages[s];
     const uint32_t *adj = r->adj[forward ? 1 : 0];
@@ -558,13 +551,14 @@ static double eq_cost(struct dtr *d, uint32_t s, int cached)
     struct storage_rec *r = &d->storages[s];
     double cost = r->compute;
     if (cached && r->eq_valid) {
+        const struct uf_node *uf = d->uf;
         uint32_t k = 0;
-        while (k < r->eq_n && d->uf_parent[r->eq_roots[k]] == DTR_NONE)
+        while (k < r->eq_n && uf[r->eq_roots[k]].parent == DTR_NONE)
             k++;
         d->st.metadata_accesses += k;
         if (k == r->eq_n) {
             for (k = 0; k < r->eq_n; k++)
-                cost += d->uf_value[r->eq_roots[k]];
+                cost += uf[r->eq_roots[k]].value;
             return cost;
         }
     }
@@ -577,7 +571,7 @@ static double eq_cost(struct dtr *d, uint32_t s, int cached)
                 uint32_t root = uf_find(d, d->storages[us].ecn);
                 if (d->uf_stamp[root] != mark) {
                     d->uf_stamp[root] = mark;
-                    cost += d->uf_value[root];
+                    cost += d->uf[root].value;
                     if (cached && n_roots < DTR_EQ_ROOTS)
                         r->eq_roots[n_roots] = root;
                     n_roots++;
