@@ -186,6 +186,8 @@ static void *budget_arena_alloc(struct dtrx_session *s, size_t bytes, void *owne
             return p;
         n = find_window(s, bytes, &window_compute);   /* the blocks have moved */
     }
+    if (!owner && s->plan && s->budget.busy_call)
+        return NULL;   /* a running kernel's workspace, under a schedule: see workspace_alloc */
     if (n >= 0) {
         if (evict_window(s, n))
             return NULL;
