@@ -186,7 +186,7 @@ def main():
             bases[name], rows = base, rows + r
     load1 = "%.2f %.2f %.2f" % os.getloadavg()
     fields = ["model", "heuristic", "ratio", "budget_bytes", "feasible", "status", "peak_bytes", "step_s",
-              "real_slowdown", "cost_slowdown", "evictions", "window_evictions", "compactions", "remats",
+              "real_slowdown", "cost_slowdown", "evictions", "window_evictions", "compactions", "compaction_bytes", "remats",
               "dtr_overhead_s", "overhead_share", "losses_equal", "within_budget", "note"]
     bs.write_csv(os.path.join(args.out, "dynamic_sweep.csv"), rows, fields)
     bs.write_svg(os.path.join(args.out, "dynamic_sweep.svg"), rows, heuristics,
