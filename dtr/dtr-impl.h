@@ -54,10 +54,11 @@ struct storage_rec {
     double compute;                 /* cost of the distinct calls of its tensors */
     double last_access;
     uint8_t pinned;
-    uint8_t changed;                /* queued in dtr.changed */
+    uint8_t changed;                /* queued in dtr.changed: 1 growing the regions, 2 maybe not */
     uint8_t fwd_valid, bwd_valid;
     uint8_t eq_valid;
     uint8_t eq_n;
+    uint8_t fwd_lower, bwd_lower;   /* a stale region cache still bounds the region from below */
     uint32_t pool_prev, pool_next;  /* evictable pool, in the order storages joined it */
     union {
         struct {
@@ -131,12 +132,19 @@ struct dtr {
      * time, one bit per storage in reach[] (see region_refresh). */
     uint8_t costs_exact;
     uint8_t stale_all;              /* the epoch moved: every cache is stale */
+    uint8_t refresh_pending;        /* stale caches of the pool may be left */
     double compute_total;
     uint64_t *reach;
     uint64_t *keys;                 /* region_refresh: (source, stale storage) pairs */
     uint32_t cap_reach, cap_keys;
     uint32_t *stale[2];             /* residents whose [0] backward / [1] forward cache was dropped */
     uint32_t n_stale[2], cap_stale[2];
+
+    /* dtr_choose: the candidates in scan order, their scores, and those
+     * whose stale caches it recomputes */
+    uint32_t *cand, *stale_list;
+    double *cand_score;
+    uint32_t cap_cand, cap_stale_list, cap_cand_score;
 
     /* explicit stacks: rematerialization never recurses on the C stack */
     struct frame *frames;
@@ -170,8 +178,9 @@ int dtr_eq_on_evict(struct dtr *d, uint32_t s);
 /* The neighbours of s (and s) changed state or edges: their dtr-eq caches
  * are stale. */
 void dtr_eq_changed(struct dtr *d, uint32_t s);
-/* Queue a state change of s for the region caches. */
-int dtr_region_changed(struct dtr *d, uint32_t s);
+/* Queue a state change of s for the region caches; `grows` when it can
+ * only enlarge the regions through s (an eviction). */
+int dtr_region_changed(struct dtr *d, uint32_t s, int grows);
 /* Bring the region caches up to date with the queued changes. */
 int dtr_region_sync(struct dtr *d);
 double dtr_score(struct dtr *d, uint32_t s);

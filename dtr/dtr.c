@@ -164,6 +164,9 @@ void dtr_destroy(struct dtr *d)
     free(d->stale[0]);
     free(d->stale[1]);
     free(d->keys);
+    free(d->cand);
+    free(d->cand_score);
+    free(d->stale_list);
     free(d->frames);
     free(d->args);
     free(d->work);
@@ -263,7 +266,7 @@ static enum dtr_status evict(struct dtr *d, uint32_t s, int dealloc)
             return nomem(d);
         dtr_eq_changed(d, s);
     }
-    if (dtr_region_changed(d, s))
+    if (dtr_region_changed(d, s, 1))
         return nomem(d);
     if (d->mem.free)
         d->mem.free(d->mem.ctx, s, 0);
@@ -343,7 +346,7 @@ static enum dtr_status try_banish(struct dtr *d, uint32_t s)
     d->state[s] = ST_BANISHED;
     d->st.banishes++;
     dtr_eq_changed(d, s);
-    if (dtr_region_changed(d, s))
+    if (dtr_region_changed(d, s, 0))
         return nomem(d);
     for (uint32_t t = r->first_tensor; t != DTR_NONE; t = d->tensors[t].next_in_storage)
         for (uint32_t u = d->tensors[t].first_use; u != DTR_NONE; u = d->uses[u].next) {
@@ -436,7 +439,7 @@ static enum dtr_status run_call(struct dtr *d, uint32_t t, int remat)
                 r->ecn = DTR_NONE;
             }
             dtr_eq_changed(d, o->storage);
-            if (was_evicted && dtr_region_changed(d, o->storage)) {
+            if (was_evicted && dtr_region_changed(d, o->storage, 0)) {
                 st = nomem(d);
                 break;
             }
@@ -682,7 +685,7 @@ static enum dtr_status call_add(struct dtr *d, const struct dtr_call_desc *c, dt
             /* Its cost and (below) its parents change: when it is evicted
              * (an input still to be recomputed), the cached regions through
              * it are stale now, not only once it is resident again. */
-            if (dtr_region_changed(d, si))
+            if (dtr_region_changed(d, si, 0))
                 return nomem(d);
         } else {
             uint32_t si = d->n_storages++;

@@ -181,7 +181,7 @@ static double region_get(struct dtr *d, uint32_t s, int forward)
             double c = region_cost(d, s, 1);
             r = &d->storages[s];
             r->fwd_cost = c;
-            r->fwd_valid = 1;
+            r->fwd_valid = r->fwd_lower = 1;
             r->fwd_epoch = d->region_epoch;
         }
         return r->fwd_cost;
@@ -190,16 +190,22 @@ static double region_get(struct dtr *d, uint32_t s, int forward)
         double c = region_cost(d, s, 0);
         r = &d->storages[s];
         r->bwd_cost = c;
-        r->bwd_valid = 1;
+        r->bwd_valid = r->bwd_lower = 1;
         r->bwd_epoch = d->region_epoch;
     }
     return r->bwd_cost;
 }
 
-int dtr_region_changed(struct dtr *d, uint32_t s)
+int dtr_region_changed(struct dtr *d, uint32_t s, int grows)
 {
-    if (!dtr_heuristic_uses_regions(d->cfg.heuristic) || d->storages[s].changed)
+    if (!dtr_heuristic_uses_regions(d->cfg.heuristic))
         return 0;
+    uint8_t kind = grows ? 1 : 2;
+    if (d->storages[s].changed) {
+        if (d->storages[s].changed < kind)
+            d->storages[s].changed = kind;
+        return 0;
+    }
     if (d->n_changed >= REGION_SYNC_MAX_CHANGES) {
         /* too many to walk: everything will be recomputed anyway */
         d->storages[s].changed = 0;
@@ -208,7 +214,7 @@ int dtr_region_changed(struct dtr *d, uint32_t s)
     }
     if (DTR_GROW(d, d->changed, d->cap_changed, d->n_changed + 1))
         return -1;
-    d->storages[s].changed = 1;
+    d->storages[s].changed = kind;
     d->changed[d->n_changed++] = s;
     return 0;
 }
@@ -216,7 +222,7 @@ int dtr_region_changed(struct dtr *d, uint32_t s)
 /* Walks out from x through evicted storages (children when forward) and
  * marks stale the caches of the resident storages at the edge. Returns 1
  * when the walk took more than *steps (then nothing is known to be fresh). */
-static int invalidate_from(struct dtr *d, uint32_t x, int forward, uint64_t *steps)
+static int invalidate_from(struct dtr *d, uint32_t x, int forward, int grows, uint64_t *steps)
 {
     uint32_t mark = dtr_stamp_next(d);
     if (work_reserve(d))
@@ -242,6 +248,8 @@ static int invalidate_from(struct dtr *d, uint32_t x, int forward, uint64_t *ste
             if (state[us] == ST_RESIDENT) {
                 /* reached forward: its backward region changed */
                 uint8_t *valid = forward ? &d->storages[us].bwd_valid : &d->storages[us].fwd_valid;
+                if (!grows)
+                    *(forward ? &d->storages[us].bwd_lower : &d->storages[us].fwd_lower) = 0;
                 int which = forward ? 0 : 1;
                 if (*valid && d->costs_exact) {
                     if (DTR_GROW(d, d->stale[which], d->cap_stale[which], d->n_stale[which] + 1))
@@ -376,11 +384,11 @@ static void region_set(struct dtr *d, uint32_t s, int forward, double cost)
     struct storage_rec *r = &d->storages[s];
     if (forward) {
         r->fwd_cost = cost;
-        r->fwd_valid = 1;
+        r->fwd_valid = r->fwd_lower = 1;
         r->fwd_epoch = d->region_epoch;
     } else {
         r->bwd_cost = cost;
-        r->bwd_valid = 1;
+        r->bwd_valid = r->bwd_lower = 1;
         r->bwd_epoch = d->region_epoch;
     }
 }
@@ -423,17 +431,53 @@ static int refresh_add(struct dtr *d, uint32_t *n, uint32_t s, int forward)
 
 static int by_pair(const void *a, const void *b) { return by_key(a, b); }
 
+/* Recomputes the caches of the storages queued in keys[0..n) in one
+ * direction: storages sharing their one evicted neighbour share a source;
+ * the sources go through region_batch 64 at a time. */
+static int refresh_keys(struct dtr *d, uint32_t n, int forward)
+{
+    if (n)
+        qsort(d->keys, n / 2, 2 * sizeof *d->keys, by_pair);
+    uint64_t src[64];
+    double cost[64];
+    uint32_t group_begin[64], n_src = 0, i = 0;
+    while (i < n) {
+        /* one chunk: up to 64 distinct sources */
+        uint32_t begin = i;
+        n_src = 0;
+        for (; i < n; i += 2) {
+            if (!n_src || d->keys[i] != src[n_src - 1]) {
+                if (n_src == 64)
+                    break;
+                group_begin[n_src] = i;
+                src[n_src++] = d->keys[i];
+            }
+        }
+        if (region_batch(d, src, n_src, forward, cost))
+            return -1;
+        for (uint32_t g = 0, j = begin; j < i; j += 2) {
+            while (g + 1 < n_src && j >= group_begin[g + 1])
+                g++;
+            region_set(d, (uint32_t)d->keys[j + 1], forward, cost[g]);
+        }
+    }
+    return 0;
+}
+
+static int region_dir_used(const struct dtr *d, int forward)
+{
+    return !(forward && d->cfg.heuristic == DTR_HEURISTIC_MSPS);   /* msps: backward only */
+}
+
 /* Recomputes the region caches of the pool that the last changes made
- * stale (all of them after the epoch moved): every scan scores the whole
- * pool (the runtime's window search too), so none of this work is wasted.
- * Storages sharing their one evicted neighbour share a source; the sources
- * go through region_batch 64 at a time. Storages that join the pool later
- * fill theirs by region_get. */
+ * stale (all of them after the epoch moved): the runtime's window search
+ * scores every block, so none of this work is wasted. Storages that join
+ * the pool later fill theirs by region_get. */
 static int region_refresh(struct dtr *d)
 {
     for (int forward = 0; forward < 2; forward++) {
         uint32_t n = 0;
-        if (!(forward && d->cfg.heuristic == DTR_HEURISTIC_MSPS)) {   /* msps: backward only */
+        if (region_dir_used(d, forward)) {
             if (d->stale_all) {
                 for (uint32_t s = d->pool_head; s != DTR_NONE; s = d->storages[s].pool_next)
                     if (refresh_add(d, &n, s, forward))
@@ -443,39 +487,50 @@ static int region_refresh(struct dtr *d)
                     if (refresh_add(d, &n, d->stale[forward][i], forward))
                         return -1;
             }
-            if (n)
-                qsort(d->keys, n / 2, 2 * sizeof *d->keys, by_pair);
-            uint64_t src[64];
-            double cost[64];
-            uint32_t group_begin[64], n_src = 0, i = 0;
-            while (i < n) {
-                /* one chunk: up to 64 distinct sources */
-                uint32_t begin = i;
-                n_src = 0;
-                for (; i < n; i += 2) {
-                    if (!n_src || d->keys[i] != src[n_src - 1]) {
-                        if (n_src == 64)
-                            break;
-                        group_begin[n_src] = i;
-                        src[n_src++] = d->keys[i];
-                    }
-                }
-                if (region_batch(d, src, n_src, forward, cost))
-                    return -1;
-                for (uint32_t g = 0, j = begin; j < i; j += 2) {
-                    while (g + 1 < n_src && j >= group_begin[g + 1])
-                        g++;
-                    region_set(d, (uint32_t)d->keys[j + 1], forward, cost[g]);
-                }
-            }
+            if (refresh_keys(d, n, forward))
+                return -1;
         }
         d->n_stale[forward] = 0;
     }
     d->stale_all = 0;
+    d->refresh_pending = 0;
     return 0;
 }
 
-int dtr_region_sync(struct dtr *d)
+/* Recomputes the stale caches of the pool storages list[0..n) only (the
+ * candidates dtr_choose could not rule out); the others stay queued for
+ * region_refresh or region_get. The queues are compacted when they hold
+ * far more than the pool (entries refreshed meanwhile, repeats). */
+static int region_refresh_some(struct dtr *d, const uint32_t *list, uint32_t n_list)
+{
+    for (int forward = 0; forward < 2; forward++) {
+        if (!region_dir_used(d, forward))
+            continue;
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < n_list; i++)
+            if (refresh_add(d, &n, list[i], forward))
+                return -1;
+        if (refresh_keys(d, n, forward))
+            return -1;
+        if (!d->stale_all && d->n_stale[forward] > 2 * (uint64_t)d->pool_count + 1024) {
+            uint32_t mark = dtr_stamp_next(d), k = 0;
+            for (uint32_t i = 0; i < d->n_stale[forward]; i++) {
+                uint32_t x = d->stale[forward][i];
+                if (d->in_pool[x] && region_stale(d, x, forward) && d->mark[x] != mark) {
+                    d->mark[x] = mark;
+                    d->stale[forward][k++] = x;
+                }
+            }
+            d->n_stale[forward] = k;
+        }
+    }
+    d->refresh_pending = 1;
+    return 0;
+}
+
+/* Marks stale the caches the queued state changes reach (see
+ * invalidate_from); recomputes nothing. */
+static int region_invalidate(struct dtr *d)
 {
     if (!d->n_changed)
         return 0;
@@ -485,7 +540,8 @@ int dtr_region_sync(struct dtr *d)
         d->region_epoch++;
         d->stale_all = 1;
         d->n_changed = 0;
-        return d->costs_exact ? region_refresh(d) : 0;
+        d->refresh_pending = 1;
+        return 0;
     }
     /* A walk through a huge evicted component (a long chain evicted
      * behind a rematerialization) may cost more than recomputing the few
@@ -493,11 +549,13 @@ int dtr_region_sync(struct dtr *d)
     uint64_t steps = 4096 + 4 * (uint64_t)d->pool_count;
     for (uint32_t i = 0; i < d->n_changed; i++) {
         uint32_t x = d->changed[i];
+        int grows = d->storages[x].changed == 1;
         d->storages[x].changed = 0;
         d->storages[x].fwd_valid = d->storages[x].bwd_valid = 0;
-        int rc = invalidate_from(d, x, 0, &steps);
+        d->storages[x].fwd_lower = d->storages[x].bwd_lower = 0;
+        int rc = invalidate_from(d, x, 0, grows, &steps);
         if (rc == 0)
-            rc = invalidate_from(d, x, 1, &steps);
+            rc = invalidate_from(d, x, 1, grows, &steps);
         if (rc < 0)
             return -1;
         if (rc > 0) {
@@ -509,7 +567,15 @@ int dtr_region_sync(struct dtr *d)
         }
     }
     d->n_changed = 0;
-    return d->costs_exact ? region_refresh(d) : 0;
+    d->refresh_pending = 1;
+    return 0;
+}
+
+int dtr_region_sync(struct dtr *d)
+{
+    if (region_invalidate(d))
+        return -1;
+    return d->refresh_pending && d->costs_exact ? region_refresh(d) : 0;
 }
 
 /* ---- scores ---- */
@@ -586,10 +652,18 @@ static double eq_cost(struct dtr *d, uint32_t s, int cached)
     return cost;
 }
 
+static double score_of(struct dtr *d, uint32_t s);
+
 double dtr_score(struct dtr *d, uint32_t s)
 {
     d->st.heuristic_evaluations++;
     d->st.metadata_accesses++;
+    return score_of(d, s);
+}
+
+/* dtr_score without the statistics. */
+static double score_of(struct dtr *d, uint32_t s)
+{
     const struct storage_rec *r = &d->storages[s];
     double staleness = d->clock - r->last_access;
     switch (d->cfg.heuristic) {
@@ -679,11 +753,172 @@ static uint64_t rng_next(struct dtr *d)
     return x * 0x2545F4914F6CDD1DULL;
 }
 
+/* 1 when s's score is surely above `best` whatever its neighbourhood adds
+ * (dtr, dtr-eq and msps add a cost >= 0 to compute(s) in the numerator, and
+ * the quotient rounds monotonically): compute(s) alone already loses. The
+ * margin of 2^-40 covers the roundings of the product, so a candidate whose
+ * score could tie or beat `best` is never ruled out. */
+static int cannot_beat(const struct dtr *d, const struct storage_rec *r, double cost, double best)
+{
+    if (!(best < INFINITY))
+        return 0;
+    double den;
+    switch (d->cfg.heuristic) {
+    case DTR_HEURISTIC_DTR:
+    case DTR_HEURISTIC_EQ: {
+        double staleness = d->clock - r->last_access;
+        if (r->bytes == 0 || !(staleness > 0))
+            return 1;   /* infinite */
+        if (isinf(staleness))
+            return 0;   /* 0 */
+        den = (double)r->bytes * staleness;
+        break;
+    }
+    case DTR_HEURISTIC_MSPS:
+        if (r->bytes == 0)
+            return 1;
+        den = (double)r->bytes;
+        break;
+    default:
+        return 0;
+    }
+    return cost > best * den * (1 + 0x1p-40);
+}
+
+/* A lower bound of the numerator of s's score (dtr, msps; exact costs):
+ * compute(s) plus each region cache that, stale or not, only evictions have
+ * touched since it was computed (they can only add to a region). */
+static double region_lower(const struct dtr *d, uint32_t s)
+{
+    const struct storage_rec *r = &d->storages[s];
+    double c = r->compute;
+    if (r->bwd_lower && r->bwd_epoch == d->region_epoch)
+        c += r->bwd_cost;
+    if (d->cfg.heuristic != DTR_HEURISTIC_MSPS && r->fwd_lower && r->fwd_epoch == d->region_epoch)
+        c += r->fwd_cost;
+    return c;
+}
+
+/* 1 when scoring s would read a stale region cache. */
+static int needs_refresh(const struct dtr *d, uint32_t s)
+{
+    const struct storage_rec *r = &d->storages[s];
+    if (d->cfg.heuristic == DTR_HEURISTIC_MSPS)
+        return r->bytes != 0 && region_stale(d, s, 0);
+    double staleness = d->clock - r->last_access;
+    if (r->bytes == 0 || !(staleness > 0))
+        return 0;   /* infinite without the walks */
+    return region_stale(d, s, 1) || region_stale(d, s, 0);
+}
+
+static int pass_skips(struct dtr *d, uint32_t s, int pass, uint64_t keep)
+{
+    return pass == 0 && (d->storages[s].bytes < d->cfg.min_evict_bytes ||
+                         (keep != UINT64_MAX && rng_next(d) > keep));
+}
+
+/* The simrd scan (see the top of this file) over the candidates of `pass`,
+ * less the work on candidates that cannot win. With `lazy` (dtr or msps,
+ * exact costs, no sampling), a first pass scores the candidates whose region
+ * caches are fresh and keeps the stale ones that could beat the lowest of
+ * those scores, judged by a lower bound of theirs (compute plus each cache
+ * that only evictions made stale: region_lower); only their caches are
+ * recomputed, together, and the scan proper passes over the stale ones left
+ * (the lowest fresh score beats them, so they are neither the choice nor a
+ * 0). Otherwise, for dtr and msps, a candidate whose compute alone loses to
+ * the best so far is passed over without its walks. Passed-over candidates
+ * count as evaluated: the choice and the statistics are those of scoring
+ * every one (except metadata_accesses, the work). */
+static uint32_t choose_pass(struct dtr *d, int pass, uint64_t keep, int lazy)
+{
+    double best = INFINITY;
+    uint32_t best_s = DTR_NONE;
+    if (lazy) {
+        /* first pass: cand[] the candidates in scan order, score[] their
+         * score, or NAN (stale, may win), or -1 (stale, cannot win) */
+        double bound = INFINITY;
+        uint32_t n = 0, n_stale = 0;
+        if (DTR_GROW(d, d->cand, d->cap_cand, d->pool_count) ||
+            DTR_GROW(d, d->cand_score, d->cap_cand_score, d->pool_count))
+            return DTR_NONE;
+        for (uint32_t s = d->pool_head; s != DTR_NONE; s = d->storages[s].pool_next) {
+            if (pass_skips(d, s, pass, UINT64_MAX))
+                continue;
+            double c = -1;
+            if (!needs_refresh(d, s)) {
+                c = score_of(d, s);
+                bound = c < bound ? c : bound;
+            } else if (!cannot_beat(d, &d->storages[s], region_lower(d, s), bound)) {
+                c = NAN;
+                n_stale++;
+            }
+            d->cand[n] = s;
+            d->cand_score[n++] = c;
+            if (c == 0)
+                break;
+        }
+        /* the stale ones the lowest fresh score leaves are recomputed */
+        if (DTR_GROW(d, d->stale_list, d->cap_stale_list, n_stale + 1))
+            return DTR_NONE;
+        uint32_t k = 0;
+        for (uint32_t i = 0; n_stale && i < n; i++)
+            if (isnan(d->cand_score[i])) {
+                if (cannot_beat(d, &d->storages[d->cand[i]], region_lower(d, d->cand[i]), bound))
+                    d->cand_score[i] = -1;
+                else
+                    d->stale_list[k++] = d->cand[i];
+            }
+        if (region_refresh_some(d, d->stale_list, k))
+            return DTR_NONE;
+        for (uint32_t i = 0; i < n; i++) {
+            d->st.heuristic_evaluations++;
+            d->st.metadata_accesses++;
+            double c = d->cand_score[i];
+            if (c < 0)
+                continue;
+            if (isnan(c))
+                c = score_of(d, d->cand[i]);
+            if (c <= best) {
+                best = c;
+                best_s = d->cand[i];
+            }
+            if (c == 0)
+                break;
+        }
+        return best_s;
+    }
+    int prune = dtr_heuristic_uses_regions(d->cfg.heuristic);
+    for (uint32_t s = d->pool_head; s != DTR_NONE; s = d->storages[s].pool_next) {
+        if (pass_skips(d, s, pass, keep))
+            continue;
+        if (prune && cannot_beat(d, &d->storages[s], d->storages[s].compute, best)) {
+            d->st.heuristic_evaluations++;
+            d->st.metadata_accesses++;
+            continue;
+        }
+        double c = dtr_score(d, s);
+        if (c <= best) {
+            best = c;
+            best_s = s;
+        }
+        if (c == 0)
+            break;
+    }
+    return best_s;
+}
+
 uint32_t dtr_choose(struct dtr *d)
 {
     if (!d->pool_count)
         return DTR_NONE;
-    if (dtr_region_sync(d))
+    /* sampling: each candidate scored with probability ~ sqrt(n)/n */
+    uint64_t keep = UINT64_MAX;
+    if (d->cfg.sample_sqrt && d->pool_count > 4) {
+        double p = sqrt((double)d->pool_count) / d->pool_count;
+        keep = (uint64_t)(p * 18446744073709551615.0);
+    }
+    int lazy = dtr_heuristic_uses_regions(d->cfg.heuristic) && d->costs_exact && keep == UINT64_MAX;
+    if (lazy ? region_invalidate(d) : dtr_region_sync(d))
         return DTR_NONE;
     if (d->cfg.heuristic == DTR_HEURISTIC_RANDOM) {
         d->st.heuristic_evaluations++;
@@ -694,31 +929,9 @@ uint32_t dtr_choose(struct dtr *d)
             s = d->storages[s].pool_next;
         return s;
     }
-    /* sampling: each candidate scored with probability ~ sqrt(n)/n */
-    uint64_t keep = UINT64_MAX;
-    if (d->cfg.sample_sqrt && d->pool_count > 4) {
-        double p = sqrt((double)d->pool_count) / d->pool_count;
-        keep = (uint64_t)(p * 18446744073709551615.0);
-    }
     for (int pass = 0; pass < 2; pass++) {
-        double best = INFINITY;
-        uint32_t best_s = DTR_NONE;
-        for (uint32_t s = d->pool_head; s != DTR_NONE; s = d->storages[s].pool_next) {
-            if (pass == 0) {
-                if (d->storages[s].bytes < d->cfg.min_evict_bytes)
-                    continue;
-                if (keep != UINT64_MAX && rng_next(d) > keep)
-                    continue;
-            }
-            double c = dtr_score(d, s);
-            if (c <= best) {
-                best = c;
-                best_s = s;
-            }
-            if (c == 0)
-                break;
-        }
-        if (best_s != DTR_NONE)
+        uint32_t best_s = choose_pass(d, pass, keep, lazy);
+        if (best_s != DTR_NONE || d->failed)
             return best_s;
         /* every candidate was skipped by the overhead controls: score all */
     }
