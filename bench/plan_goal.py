@@ -227,7 +227,7 @@ def collect(a):
         if m:
             sv = {"status": "no_rounding", "bound": float(m.group(1))}
         elif logged:
-            sv = {"status": "no_schedule", "bound": float(logged[-1])}
+            sv = {"status": "log_bound", "bound": float(logged[-1])}
         else:
             print(f"plan_goal.py: {a.schedule}: neither a schedule nor an LP or MILP bound", file=sys.stderr)
             return 1
