@@ -216,10 +216,27 @@ static int block_movable(struct arena *a, struct arena_block *b, arena_movable_f
     return b->is_free || (b->owner && movable(ctx, b->owner, a->base + b->offset));
 }
 
-/* Every window, in address order of their first blocks. */
+/* Keeps the ARENA_RELOCATE_TRIES cheapest windows seen, in by_used order. */
+static void keep_window(struct reloc_plan *p, struct reloc_window w)
+{
+    size_t n = p->n_windows;
+    if (n == ARENA_RELOCATE_TRIES && by_used(&w, &p->windows[n - 1]) >= 0)
+        return;
+    size_t at = n < ARENA_RELOCATE_TRIES ? n : n - 1;
+    while (at > 0 && by_used(&w, &p->windows[at - 1]) < 0) {
+        p->windows[at] = p->windows[at - 1];
+        at--;
+    }
+    p->windows[at] = w;
+    if (n < ARENA_RELOCATE_TRIES)
+        p->n_windows++;
+}
+
+/* The cheapest windows, cheapest first. */
 static int collect_windows(struct arena *a, size_t need, arena_movable_fn movable, void *ctx, struct reloc_plan *p)
 {
-    size_t cap = 0;
+    if (!(p->windows = malloc(ARENA_RELOCATE_TRIES * sizeof *p->windows)))
+        return -1;
     struct arena_block *first = a->blocks;
     size_t bytes = 0, used = 0;
     for (struct arena_block *b = a->blocks; b; b = b->next) {
@@ -232,18 +249,10 @@ static int collect_windows(struct arena *a, size_t need, arena_movable_fn movabl
         }
         bytes += b->size;
         used += b->is_free ? 0 : b->size;
-        /* windows that end at b: each start whose shortest run ends here */
+        /* the window that ends at b: the shortest run ending here */
         while (bytes >= need) {
-            if (bytes - first->size < need) {
-                if (p->n_windows == cap) {
-                    cap = cap ? 2 * cap : 64;
-                    struct reloc_window *w = realloc(p->windows, cap * sizeof *w);
-                    if (!w)
-                        return -1;
-                    p->windows = w;
-                }
-                p->windows[p->n_windows++] = (struct reloc_window){ first, b, used };
-            }
+            if (bytes - first->size < need)
+                keep_window(p, (struct reloc_window){ first, b, used });
             bytes -= first->size;
             used -= first->is_free ? 0 : first->size;
             first = first->next;
@@ -306,8 +315,7 @@ static size_t relocate_plan(struct arena *a, size_t need, arena_movable_fn movab
     p->hole_size = malloc((n_free + 1) * sizeof *p->hole_size);
     if (!p->blocks || !p->hole_offset || !p->hole_size)
         return SIZE_MAX;
-    qsort(p->windows, p->n_windows, sizeof *p->windows, by_used);
-    for (size_t i = 0; i < p->n_windows && i < ARENA_RELOCATE_TRIES; i++)
+    for (size_t i = 0; i < p->n_windows; i++)
         if (window_fits(a, &p->windows[i], p, max_blocks, n_free + 1))
             return p->windows[i].used;
     return SIZE_MAX;
