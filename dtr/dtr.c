@@ -881,7 +881,9 @@ int dtr_storage_is_evictable(const struct dtr *d, dtr_storage s)
     return s < d->n_storages && d->in_pool[s];
 }
 
-enum dtr_status dtr_storage_score(struct dtr *d, dtr_storage s, double *score)
+/* What a caller may ask of storage s from outside a choice: the core has
+ * not failed, s is evictable, and the region caches are current. */
+static enum dtr_status ask_about(struct dtr *d, dtr_storage s)
 {
     if (d->failed)
         return d->failed;
@@ -889,24 +891,23 @@ enum dtr_status dtr_storage_score(struct dtr *d, dtr_storage s, double *score)
         dtr_set_error(d, "dtr: storage %u is not evictable", s);
         return DTR_ERR_INVALID;
     }
-    if (dtr_region_sync(d))
-        return nomem(d);
-    *score = dtr_score(d, s);
-    return DTR_OK;
+    return dtr_region_sync(d) ? nomem(d) : DTR_OK;
+}
+
+enum dtr_status dtr_storage_score(struct dtr *d, dtr_storage s, double *score)
+{
+    enum dtr_status st = ask_about(d, s);
+    if (!st)
+        *score = dtr_score(d, s);
+    return st;
 }
 
 enum dtr_status dtr_storage_eviction_cost(struct dtr *d, dtr_storage s, double *cost)
 {
-    if (d->failed)
-        return d->failed;
-    if (!dtr_storage_is_evictable(d, s)) {
-        dtr_set_error(d, "dtr: storage %u is not evictable", s);
-        return DTR_ERR_INVALID;
-    }
-    if (dtr_region_sync(d))
-        return nomem(d);
-    *cost = dtr_eviction_cost(d, s);
-    return DTR_OK;
+    enum dtr_status st = ask_about(d, s);
+    if (!st)
+        *cost = dtr_eviction_cost(d, s);
+    return st;
 }
 
 enum dtr_status dtr_storage_evict(struct dtr *d, dtr_storage s)
