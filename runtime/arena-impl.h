@@ -34,6 +34,9 @@ struct arena_block *arena_skip_unowned(struct arena_block *b);
 /* Free block b keeps `need` bytes, at its low (or high) end; the rest
  * becomes a free block of its own. -1 without memory for the record. */
 int arena_block_split(struct arena *a, struct arena_block *b, size_t need, int high);
+/* Used block b (already out of the hash) becomes free space, merged with
+ * free neighbours. */
+void arena_block_release(struct arena *a, struct arena_block *b);
 /* b and the free block after it become one (b stays on the free list). */
 void arena_merge_next(struct arena *a, struct arena_block *b);
 

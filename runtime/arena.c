@@ -352,6 +352,18 @@ void arena_merge_next(struct arena *a, struct arena_block *b)
     a->n_blocks--;
 }
 
+void arena_block_release(struct arena *a, struct arena_block *b)
+{
+    b->is_free = 1;
+    b->owner = NULL;
+    b->skip = NULL;
+    arena_free_list_add(a, b);
+    if (b->next && b->next->is_free)
+        arena_merge_next(a, b);
+    if (b->prev && b->prev->is_free)
+        arena_merge_next(a, b->prev);
+}
+
 void arena_free(struct arena *a, void *ptr)
 {
     if (!ptr)
@@ -370,14 +382,7 @@ void arena_free(struct arena *a, void *ptr)
     if (!b->owner)   /* the runs without owner that reached b end before it now */
         for (struct arena_block *r = b; r && !r->is_free && !r->owner; r = r->prev)
             r->skip = NULL;
-    b->is_free = 1;
-    b->owner = NULL;
-    b->skip = NULL;
-    arena_free_list_add(a, b);
-    if (b->next && b->next->is_free)
-        arena_merge_next(a, b);
-    if (b->prev && b->prev->is_free)
-        arena_merge_next(a, b->prev);
+    arena_block_release(a, b);
 }
 
 size_t arena_size_of(const struct arena *a, const void *ptr)

@@ -342,7 +342,7 @@ static struct arena_block *hole_for(struct arena *a, size_t size, size_t lo, siz
 }
 
 /* Moves used block m into the low end of free block h; m's record stays,
- * out of the hash, until leave() frees it. */
+ * out of the hash, until arena_block_release() frees it. */
 static int move_block(struct arena *a, struct arena_block *m, struct arena_block *h, arena_moved_fn moved,
                       void *ctx)
 {
@@ -360,19 +360,6 @@ static int move_block(struct arena *a, struct arena_block *m, struct arena_block
     arena_hash_put(a, h);
     moved(ctx, m->owner, old, now);
     return 0;
-}
-
-/* The record of a block that moved away becomes free space. */
-static void leave(struct arena *a, struct arena_block *m)
-{
-    m->is_free = 1;
-    m->owner = NULL;
-    m->skip = NULL;
-    arena_free_list_add(a, m);
-    if (m->next && m->next->is_free)
-        arena_merge_next(a, m);
-    if (m->prev && m->prev->is_free)
-        arena_merge_next(a, m->prev);
 }
 
 int arena_relocate(struct arena *a, size_t bytes, arena_movable_fn movable, arena_moved_fn moved, void *ctx)
@@ -393,7 +380,7 @@ int arena_relocate(struct arena *a, size_t bytes, arena_movable_fn movable, aren
             break;
     }
     for (size_t i = 0; i < moved_blocks; i++)
-        leave(a, p.blocks[i]);
+        arena_block_release(a, p.blocks[i]);   /* the records of the blocks that moved away */
     plan_free(&p);
     return rc;
 }
