@@ -7,7 +7,7 @@ SUDO=""
 [ "$(id -u)" = 0 ] || SUDO="sudo"
 need=""
 for pkg in build-essential cmake pkg-config protobuf-c-compiler libprotobuf-c-dev libonnx-dev \
-           check libsubunit-dev libopenblas-dev libdnnl-dev python3 python3-pip; do
+           check libsubunit-dev libopenblas-dev libdnnl-dev python3 python3-pip coinor-cbc; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need="$need $pkg"
 done
 if [ -n "$need" ]; then
@@ -23,4 +23,10 @@ fi
 if ! $PY -c "import highspy" 2>/dev/null; then
   $PY -m pip install -q --disable-pip-version-check highspy 2>&1 | grep -v "Running pip as the 'root' user" || true
   $PY -c "import highspy"
+fi
+# OR-Tools: SCIP and CP-SAT, the other MILP back ends (DTRX_MILP_SOLVER=scip|cpsat, bench/milp_ortools.py);
+# Debian's coinor-cbc above is the third (cbc). tests/milp_solver_check.py checks each against HiGHS.
+if ! $PY -c "import ortools" 2>/dev/null; then
+  $PY -m pip install -q --disable-pip-version-check ortools 2>&1 | grep -v "Running pip as the 'root' user" || true
+  $PY -c "import ortools"
 fi
