@@ -9,8 +9,6 @@ Checkmate's rounding) goes to bench/milp_highs.py unchanged.
 
 usage: milp_cbc.py MODEL.lp ANSWER.json [--time-limit S] [--threads N] [--start FILE] [--verbose|--quiet]
 """
-import argparse
-import json
 import math
 import os
 import re
@@ -20,17 +18,11 @@ import sys
 import tempfile
 import time
 
+from milp_common import exec_highs, gap, has_integers, parse_args, read_lp, read_start, s_values, write_answer
+
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("model")
-    ap.add_argument("answer")
-    ap.add_argument("--time-limit", type=float, default=0.0)
-    ap.add_argument("--threads", type=int, default=0)
-    ap.add_argument("--verbose", action="store_true")
-    ap.add_argument("--quiet", action="store_true")
-    ap.add_argument("--start")
-    a = ap.parse_args()
+    a = parse_args()
     cbc = os.environ.get("DTRX_CBC") or shutil.which("cbc")
     try:
         import highspy
@@ -41,15 +33,13 @@ def main():
         print("milp_cbc.py: no cbc program (apt-get install coinor-cbc, or set DTRX_CBC)", file=sys.stderr)
         return 2
     t0 = time.monotonic()
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    if h.readModel(a.model) == highspy.HighsStatus.kError:
+    h = read_lp(a.model)
+    if h is None:
         print(f"milp_cbc.py: HiGHS cannot read {a.model}", file=sys.stderr)
         return 3
     lp = h.getLp()
-    if not any(int(k) for k in lp.integrality_):
-        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "milp_highs.py")
-        os.execv(sys.executable, [sys.executable, script] + sys.argv[1:])
+    if not has_integers(lp):
+        exec_highs()
     names = list(lp.col_names_)
     with tempfile.TemporaryDirectory(prefix="dtrx-cbc-") as tmp:
         mps, sol, start = (os.path.join(tmp, f) for f in ("model.mps", "solution.txt", "start.txt"))
@@ -63,11 +53,7 @@ def main():
         cmd += ["ratio", "1e-4"]
         if a.start:
             # CBC's MIP start file: a header line, then "index name value"
-            values = {}
-            with open(a.start) as f:
-                for line in f:
-                    name, _, value = line.partition(" ")
-                    values[name] = float(value)
+            values = read_start(a.start)
             with open(start, "w") as f:
                 f.write("Stopped on iterations - objective value 0\n")
                 for j, name in enumerate(names):
@@ -83,8 +69,7 @@ def main():
             out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
             if a.verbose:
                 sys.stdout.write(out + "\nmilp_cbc.py: cbc stopped past its time limit\n")
-            with open(a.answer, "w") as f:
-                json.dump({"status": "time_limit", "has_solution": False, "seconds": time.monotonic() - t0}, f)
+            write_answer(a.answer, {"status": "time_limit", "has_solution": False, "seconds": time.monotonic() - t0})
             return 0
         if a.verbose:
             sys.stdout.write(res.stdout)
@@ -121,25 +106,15 @@ def main():
         out["objective"] = obj
         if status == "optimal" and bound is None:
             bound = obj
-        pat = re.compile(r"S(\d+)_(\d+)$")
-        S = []
-        for line in rows:
-            f = line.replace("**", " ").split()
-            if len(f) >= 3:
-                mt = pat.match(f[1])
-                if mt and float(f[2]) > 1e-7:
-                    S.append([int(mt.group(1)), int(mt.group(2)), round(float(f[2]), 7)])
-        out["S"] = S
+        # solution rows: "index name value reduced-cost", "**" before an infeasible one
+        fields = [f for f in (line.replace("**", " ").split() for line in rows) if len(f) >= 3]
+        out["S"] = s_values([f[1] for f in fields], lambda k: fields[k][2])
     if bound is not None and math.isfinite(bound):
         out["bound"] = bound
         if has and math.isfinite(out["objective"]):
             obj = out["objective"]
-            out["gap"] = max(0.0, (obj - bound) / abs(obj)) if obj else 0.0
-    for key in ("objective", "bound", "gap", "seconds"):
-        if key in out and not math.isfinite(out[key]):
-            del out[key]
-    with open(a.answer, "w") as f:
-        json.dump(out, f)
+            out["gap"] = gap(obj, bound)
+    write_answer(a.answer, out)
     return 0
 
 

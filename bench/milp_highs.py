@@ -15,25 +15,16 @@ infeasible start).
 
 usage: milp_highs.py MODEL.lp ANSWER.json [--time-limit S] [--threads N] [--start FILE] [--verbose|--quiet]
 """
-import argparse
-import json
 import math
 import os
-import re
 import sys
 import time
 
+from milp_common import gap, parse_args, read_start, s_values, write_answer
+
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("model")
-    ap.add_argument("answer")
-    ap.add_argument("--time-limit", type=float, default=0.0)
-    ap.add_argument("--threads", type=int, default=0)
-    ap.add_argument("--verbose", action="store_true")
-    ap.add_argument("--quiet", action="store_true")
-    ap.add_argument("--start")
-    a = ap.parse_args()
+    a = parse_args()
     try:
         import highspy
     except ImportError:
@@ -68,12 +59,10 @@ def main():
         lp = h.getLp()
         index = {name: j for j, name in enumerate(lp.col_names_)}
         values = [0.0] * lp.num_col_
-        with open(a.start) as f:
-            for line in f:
-                name, _, value = line.partition(" ")
-                j = index.get(name)
-                if j is not None:
-                    values[j] = float(value)
+        for name, value in read_start(a.start).items():
+            j = index.get(name)
+            if j is not None:
+                values[j] = value
         sol = highspy.HighsSolution()
         sol.col_value = values
         sol.value_valid = True
@@ -105,25 +94,14 @@ def main():
             bound = info.mip_dual_bound
             out["bound"] = bound
             if math.isfinite(bound):
-                out["gap"] = max(0.0, (obj - bound) / abs(obj)) if obj else 0.0
+                out["gap"] = gap(obj, bound)
         elif status == "optimal":
             # an LP's optimum bounds the MILP; a point it stopped at does not
             out["bound"] = obj
             out["gap"] = 0.0
         values = h.getSolution().col_value
-        pat = re.compile(r"S(\d+)_(\d+)$")
-        S = []
-        for j, name in enumerate(lp.col_names_):
-            m = pat.match(name)
-            if m and values[j] > 1e-7:
-                S.append([int(m.group(1)), int(m.group(2)), round(float(values[j]), 7)])
-        out["S"] = S
-    # JSON has no infinities: a missing bound is left out
-    for key in ("objective", "bound", "gap", "seconds"):
-        if key in out and not math.isfinite(out[key]):
-            del out[key]
-    with open(a.answer, "w") as f:
-        json.dump(out, f)
+        out["S"] = s_values(lp.col_names_, lambda j: values[j])
+    write_answer(a.answer, out)
     return 0
 
 

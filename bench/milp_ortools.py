@@ -25,14 +25,13 @@ usage: milp_ortools.py MODEL.lp ANSWER.json [--backend scip|cpsat] [--time-limit
 (--backend defaults to $DTRX_MILP_SOLVER, then scip; --threads: CP-SAT's
 workers, SCIP runs one thread in OR-Tools)
 """
-import argparse
-import json
 import math
 import os
-import re
 import sys
 import tempfile
 import time
+
+from milp_common import exec_highs, gap, has_integers, parse_args, read_lp, read_start, s_values, write_answer
 
 BACKENDS = {"scip": "scip", "cpsat": "sat"}
 
@@ -49,12 +48,11 @@ def read_mps(model, integral, tmp):
     """The LP file as an OR-Tools model (through HiGHS and MPS); None when
     it has no integer variable (an LP)."""
     import highspy
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    if h.readModel(model) == highspy.HighsStatus.kError:
+    h = read_lp(model)
+    if h is None:
         raise RuntimeError(f"HiGHS cannot read {model}")
     lp = h.getLp()
-    if not any(int(k) for k in lp.integrality_):
+    if not has_integers(lp):
         return None
     if integral:
         n = lp.num_col_
@@ -69,16 +67,7 @@ def read_mps(model, integral, tmp):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("model")
-    ap.add_argument("answer")
-    ap.add_argument("--backend", default=os.environ.get("DTRX_MILP_SOLVER") or "scip")
-    ap.add_argument("--time-limit", type=float, default=0.0)
-    ap.add_argument("--threads", type=int, default=0)
-    ap.add_argument("--verbose", action="store_true")
-    ap.add_argument("--quiet", action="store_true")
-    ap.add_argument("--start")
-    a = ap.parse_args()
+    a = parse_args(backend_default=os.environ.get("DTRX_MILP_SOLVER") or "scip")
     if a.backend not in BACKENDS:
         print(f"milp_ortools.py: unknown backend {a.backend!r} (scip, cpsat)", file=sys.stderr)
         return 2
@@ -94,16 +83,10 @@ def main():
         m = read_mps(a.model, a.backend == "cpsat", tmp)
     if m is None:
         # an LP: HiGHS's simplex, as without this front end
-        here = os.path.dirname(os.path.abspath(__file__))
-        script = os.path.join(here, "milp_highs.py")
-        os.execv(sys.executable, [sys.executable, script] + sys.argv[1:])
+        exec_highs()
     variables = list(m.get_variables())
     if a.start:
-        values = {}
-        with open(a.start) as f:
-            for line in f:
-                name, _, value = line.partition(" ")
-                values[name] = float(value)
+        values = read_start(a.start)
         # every variable hinted (0 where the start does not say), as
         # milp_highs.py's setSolution
         for v in variables:
@@ -139,25 +122,13 @@ def main():
         out["objective"] = obj
         if math.isfinite(bound):
             out["bound"] = bound
-            out["gap"] = max(0.0, (obj - bound) / abs(obj)) if obj else 0.0
-        pat = re.compile(r"S(\d+)_(\d+)$")
-        S = []
-        for v in variables:
-            mt = pat.match(v.name)
-            if mt:
-                x = s.value(v)
-                if x > 1e-7:
-                    S.append([int(mt.group(1)), int(mt.group(2)), round(float(x), 7)])
-        out["S"] = S
+            out["gap"] = gap(obj, bound)
+        out["S"] = s_values([v.name for v in variables], lambda k: s.value(variables[k]))
     elif st == S_.NOT_SOLVED:
         bound = num(s.best_objective_bound)
         if math.isfinite(bound):
             out["bound"] = bound
-    for key in ("objective", "bound", "gap", "seconds"):
-        if key in out and not math.isfinite(out[key]):
-            del out[key]
-    with open(a.answer, "w") as f:
-        json.dump(out, f)
+    write_answer(a.answer, out)
     return 0
 
 
