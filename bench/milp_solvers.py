@@ -84,45 +84,46 @@ def scip_events(text):
     return incs, bounds
 
 
-def cpsat_events(text):
-    incs, bounds = [], []
+def log_events(text, rules):
+    """(incumbents, bounds) as (seconds, value) lists from a solver's log:
+    each rule is a regex searched in every line and what a match gives,
+    ("inc" or "bound", its time's group or None for 0 s, its value's group)."""
+    found = {"inc": [], "bound": []}
     for line in text.splitlines():
-        m = re.match(r"^#(\d+|Bound)\s+([\d.]+)s\s+best:(\S+)\s+next:\[(\S+?),", line)
-        if m:
-            t = float(m.group(2))
-            bounds.append((t, fnum(m.group(4))))
-            if m.group(1) != "Bound":
-                incs.append((t, fnum(m.group(3))))
-    return incs, bounds
+        for pattern, gives in rules:
+            m = re.search(pattern, line)
+            if m:
+                for kind, t, v in gives:
+                    found[kind].append((float(m.group(t)) if t else 0.0, fnum(m.group(v))))
+    return found["inc"], found["bound"]
+
+
+CPSAT_RULES = [
+    (r"^#(?:\d+|Bound)\s+([\d.]+)s\s+best:\S+\s+next:\[(\S+?),", [("bound", 1, 2)]),
+    (r"^#\d+\s+([\d.]+)s\s+best:(\S+)\s+next:\[\S+?,", [("inc", 1, 2)]),
+]
+CBC_RULES = [
+    (r"Continuous objective value is (\S+) - ([\d.]+) seconds", [("bound", 2, 1)]),
+    (r"Cbc0012I Integer solution of (\S+) found .*\(([\d.]+) seconds\)", [("inc", 2, 1)]),
+    (r"best possible (\S+) \(([\d.]+) seconds\)", [("bound", 2, 1)]),
+]
+HIGHS_RULES = [
+    (r"MIP start solution is feasible: objective value is (\S+)", [("inc", None, 1)]),
+    (r"^\s*[A-Za-z]?\s+\d+\s+\d+\s+\d+\s+[\d.]+%\s+(\S+)\s+(\S+)\s+\S+\s.*?([\d.]+)s\s*$",
+     [("bound", 3, 1), ("inc", 3, 2)]),
+]
+
+
+def cpsat_events(text):
+    return log_events(text, CPSAT_RULES)
 
 
 def cbc_events(text):
-    incs, bounds = [], []
-    for line in text.splitlines():
-        m = re.search(r"Continuous objective value is (\S+) - ([\d.]+) seconds", line)
-        if m:
-            bounds.append((float(m.group(2)), fnum(m.group(1))))
-        m = re.search(r"Cbc0012I Integer solution of (\S+) found .*\(([\d.]+) seconds\)", line)
-        if m:
-            incs.append((float(m.group(2)), fnum(m.group(1))))
-        m = re.search(r"best possible (\S+) \(([\d.]+) seconds\)", line)
-        if m:
-            bounds.append((float(m.group(2)), fnum(m.group(1))))
-    return incs, bounds
+    return log_events(text, CBC_RULES)
 
 
 def highs_events(text):
-    incs, bounds = [], []
-    for line in text.splitlines():
-        m = re.search(r"MIP start solution is feasible: objective value is (\S+)", line)
-        if m:
-            incs.append((0.0, fnum(m.group(1))))
-        m = re.match(r"^\s*[A-Za-z]?\s+\d+\s+\d+\s+\d+\s+[\d.]+%\s+(\S+)\s+(\S+)\s+\S+\s.*?([\d.]+)s\s*$", line)
-        if m:
-            t = float(m.group(3))
-            bounds.append((t, fnum(m.group(1))))
-            incs.append((t, fnum(m.group(2))))
-    return incs, bounds
+    return log_events(text, HIGHS_RULES)
 
 
 def times(solver, text, trivial):
