@@ -10,6 +10,8 @@
 
 #include "dtr/dtr.h"
 #include "dtr/dtr-impl.h"   /* dtr_score_reference: the caches against a fresh computation */
+#include "dtr_test_util.h"
+#include "testutil.h"
 
 /* ---- a byte-counting allocator, as the simulator's ---- */
 
@@ -575,14 +577,6 @@ struct cache_check {
     long checked;
 };
 
-static uint64_t cc_rand(uint64_t *x)
-{
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    return *x;
-}
-
 static int cc_alloc(void *ctx, dtr_storage s, uint64_t bytes, unsigned flags)
 {
     struct cache_check *cc = ctx;
@@ -622,50 +616,9 @@ static long run_cache_check(enum dtr_heuristic h, enum dtr_dealloc p, int integr
     struct dtr *d = dtr_create(&c, &mo, NULL);
     ck_assert_ptr_nonnull(d);
     cc.m.d = d;
-    enum { LIVE = 40 };
-    dtr_tensor live[LIVE];
-    int n_live = 0;
-    for (int i = 0; i < 4; i++)
-        ck_assert_int_eq(dtr_constant_add(d, 8, NULL, &live[n_live++]), DTR_OK);
-    for (int call = 0; call < 400; call++) {
-        dtr_tensor in[24], out[3];
-        uint64_t bytes[3];
-        int32_t alias[3] = { -1, -1, -1 };
-        uint32_t n_in = 1 + (uint32_t)(cc_rand(&cc.rng) % 3), n_out = 1 + (uint32_t)(cc_rand(&cc.rng) % 4 == 0);
-        if (cc_rand(&cc.rng) % 6 == 0)
-            n_in = 8 + (uint32_t)(cc_rand(&cc.rng) % 16);   /* a concatenation */
-        if (n_in > (uint32_t)n_live)
-            n_in = (uint32_t)n_live;
-        for (uint32_t k = 0; k < n_in; k++)   /* mostly recent tensors, sometimes old ones */
-            in[k] = live[cc_rand(&cc.rng) % 2 ? n_live - 1 - (int)(cc_rand(&cc.rng) % (n_live < 6 ? n_live : 6))
-                                              : (int)(cc_rand(&cc.rng) % n_live)];
-        for (uint32_t k = 0; k < n_out; k++)
-            bytes[k] = 16 + cc_rand(&cc.rng) % 120;
-        if (cc_rand(&cc.rng) % 8 == 0)
-            alias[0] = 0;   /* a view of the first input */
-        double cost = (double)(1 + cc_rand(&cc.rng) % 1000);
-        if (!integral)
-            cost /= 7.0;
-        struct dtr_call_desc desc = { .inputs = in, .n_inputs = n_in, .output_bytes = bytes, .output_alias = alias,
-                                      .n_outputs = n_out, .cost = cost };
-        enum dtr_status st = dtr_call(d, &desc, out, NULL);
-        if (st == DTR_ERR_OOM)
-            break;   /* this program needs more than the budget: checked up to here */
-        ck_assert_msg(st == DTR_OK, "%s", dtr_error(d));
-        for (uint32_t k = 0; k < n_out; k++) {
-            if (n_live == LIVE) {   /* the program drops an old tensor (not a constant) */
-                int victim = 4 + (int)(cc_rand(&cc.rng) % (LIVE - 4));
-                ck_assert_int_eq(dtr_tensor_release(d, live[victim]), DTR_OK);
-                live[victim] = live[--n_live];
-            }
-            live[n_live++] = out[k];
-        }
-        if (cc_rand(&cc.rng) % 4 == 0 && n_live > 8) {
-            int victim = 4 + (int)(cc_rand(&cc.rng) % (uint64_t)(n_live - 4));
-            ck_assert_int_eq(dtr_tensor_release(d, live[victim]), DTR_OK);
-            live[victim] = live[--n_live];
-        }
-    }
+    const struct dtr_test_program prog = { .live = 40, .calls = 400, .concat_one_in = 6, .concat_extra = 16,
+                                           .recent = 6, .reads = 0 };
+    dtr_test_random_program(d, &prog, integral, &cc.rng);
     dtr_destroy(d);
     return cc.checked;
 }
@@ -688,9 +641,8 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("dtr");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 120);
+    TCase *tc;
+    Suite *s = testutil_suite("dtr", "core", 120, &tc);
     tcase_add_test(tc, test_choice_per_heuristic);
     tcase_add_test(tc, test_neighbourhood_scores);
     tcase_add_test(tc, test_eq_phantom);
@@ -704,10 +656,5 @@ int main(void)
     tcase_add_test(tc, test_remat_limit);
     tcase_add_test(tc, test_random_and_invalid);
     tcase_add_test(tc, test_score_caches);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return testutil_run(s);
 }

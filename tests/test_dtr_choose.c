@@ -11,6 +11,8 @@
 
 #include "dtr/dtr.h"
 #include "dtr/dtr-impl.h"   /* the pool and dtr_score_reference */
+#include "dtr_test_util.h"
+#include "testutil.h"
 
 struct chk {
     struct dtr *d;
@@ -19,14 +21,6 @@ struct chk {
     long checked;
     uint64_t rng;
 };
-
-static uint64_t chk_rand(uint64_t *x)
-{
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    return *x;
-}
 
 /* simrd's scan over every candidate, scores computed afresh; with
  * min_evict, small storages only when nothing else is there. */
@@ -95,59 +89,9 @@ static long run_program(enum dtr_heuristic h, enum dtr_dealloc p, int integral, 
     struct dtr *d = dtr_create(&cfg, &mo, NULL);
     ck_assert_ptr_nonnull(d);
     c.d = d;
-    enum { LIVE = 48 };
-    dtr_tensor live[LIVE];
-    int n_live = 0;
-    for (int i = 0; i < 4; i++)
-        ck_assert_int_eq(dtr_constant_add(d, 8, NULL, &live[n_live++]), DTR_OK);
-    for (int call = 0; call < 500; call++) {
-        dtr_tensor in[32], out[3];
-        uint64_t bytes[3];
-        int32_t alias[3] = { -1, -1, -1 };
-        uint32_t n_in = 1 + (uint32_t)(chk_rand(&c.rng) % 3), n_out = 1 + (uint32_t)(chk_rand(&c.rng) % 4 == 0);
-        if (chk_rand(&c.rng) % 4 == 0)
-            n_in = 8 + (uint32_t)(chk_rand(&c.rng) % 24);   /* a DenseNet-like concatenation */
-        if (n_in > (uint32_t)n_live)
-            n_in = (uint32_t)n_live;
-        for (uint32_t k = 0; k < n_in; k++)
-            in[k] = live[chk_rand(&c.rng) % 2 ? n_live - 1 - (int)(chk_rand(&c.rng) % (n_live < 8 ? n_live : 8))
-                                              : (int)(chk_rand(&c.rng) % n_live)];
-        for (uint32_t k = 0; k < n_out; k++)
-            bytes[k] = 16 + chk_rand(&c.rng) % 120;
-        if (chk_rand(&c.rng) % 8 == 0)
-            alias[0] = 0;   /* a view of the first input */
-        double cost = (double)(1 + chk_rand(&c.rng) % 1000);
-        if (!integral)
-            cost /= 7.0;   /* inexact costs: no batched region refresh */
-        struct dtr_call_desc desc = { .inputs = in, .n_inputs = n_in, .output_bytes = bytes, .output_alias = alias,
-                                      .n_outputs = n_out, .cost = cost };
-        enum dtr_status st = dtr_call(d, &desc, out, NULL);
-        if (st == DTR_ERR_OOM)
-            break;   /* needs more than the budget: checked up to here */
-        ck_assert_msg(st == DTR_OK, "%s", dtr_error(d));
-        for (uint32_t k = 0; k < n_out; k++) {
-            if (n_live == LIVE) {
-                int victim = 4 + (int)(chk_rand(&c.rng) % (LIVE - 4));
-                ck_assert_int_eq(dtr_tensor_release(d, live[victim]), DTR_OK);
-                live[victim] = live[--n_live];
-            }
-            live[n_live++] = out[k];
-        }
-        if (chk_rand(&c.rng) % 4 == 0 && n_live > 8) {
-            int victim = 4 + (int)(chk_rand(&c.rng) % (uint64_t)(n_live - 4));
-            ck_assert_int_eq(dtr_tensor_release(d, live[victim]), DTR_OK);
-            live[victim] = live[--n_live];
-        }
-        /* now and then the program reads an old tensor (a remat outside any call) */
-        if (chk_rand(&c.rng) % 16 == 0) {
-            dtr_tensor t = live[chk_rand(&c.rng) % (uint64_t)n_live];
-            st = dtr_tensor_acquire(d, t);
-            if (st == DTR_ERR_OOM)
-                break;
-            ck_assert_msg(st == DTR_OK, "%s", dtr_error(d));
-            ck_assert_int_eq(dtr_tensor_unacquire(d, t), DTR_OK);
-        }
-    }
+    const struct dtr_test_program prog = { .live = 48, .calls = 500, .concat_one_in = 4, .concat_extra = 24,
+                                           .recent = 8, .reads = 1 };
+    dtr_test_random_program(d, &prog, integral, &c.rng);
     dtr_destroy(d);
     return c.checked;
 }
@@ -173,14 +117,8 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("dtr_choose");
-    TCase *tc = tcase_create("choose");
-    tcase_set_timeout(tc, 120);
+    TCase *tc;
+    Suite *s = testutil_suite("dtr_choose", "choose", 120, &tc);
     tcase_add_test(tc, test_choice_matches_full_scan);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return testutil_run(s);
 }

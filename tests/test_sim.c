@@ -346,19 +346,13 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("sim");
-    TCase *tc = tcase_create("sim");
-    tcase_set_timeout(tc, 300);
+    TCase *tc;
+    Suite *s = testutil_suite("sim", "sim", 300, &tc);
     tcase_add_test(tc, test_every_record_kind);
     tcase_add_test(tc, test_malformed_logs);
     tcase_add_test(tc, test_graphs);
     tcase_add_test(tc, test_json);
     tcase_add_test(tc, test_ratios);
     tcase_add_test(tc, test_cli);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return testutil_run(s);
 }

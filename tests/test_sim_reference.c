@@ -110,14 +110,8 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("sim_reference");
-    TCase *tc = tcase_create("simrd");
-    tcase_set_timeout(tc, 1800);
+    TCase *tc;
+    Suite *s = testutil_suite("sim_reference", "simrd", 1800, &tc);
     tcase_add_test(tc, test_against_simrd);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return testutil_run(s);
 }

@@ -2,7 +2,16 @@
 #ifndef DTRX_TESTUTIL_H
 #define DTRX_TESTUTIL_H
 
+#include <check.h>
+
 /* ../shared/data, or $DTRX_DATA_DIR when set. */
 const char *testutil_data_dir(void);
+
+/* A suite named suite with one test case, *tc, named tcase and given
+ * timeout seconds (the tests are added to *tc afterwards). */
+Suite *testutil_suite(const char *suite, const char *tcase, double timeout, TCase **tc);
+
+/* Runs s (CK_NORMAL), frees it; main's exit status: 1 when a test failed. */
+int testutil_run(Suite *s);
 
 #endif
