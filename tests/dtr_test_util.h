@@ -91,4 +91,23 @@ static inline void dtr_test_random_program(struct dtr *d, const struct dtr_test_
     }
 }
 
+/* A DTR with heuristic h, deallocation policy dp and min_evict_bytes
+ * min_evict over the memory hooks mo runs the program and is destroyed;
+ * *handle (the hooks' pointer to it) is set before the first call. */
+static inline void dtr_test_run(enum dtr_heuristic h, enum dtr_dealloc dp, uint64_t min_evict,
+                                const struct dtr_memory_ops *mo, struct dtr **handle,
+                                const struct dtr_test_program *p, int integral, uint64_t *rng)
+{
+    struct dtr_config cfg;
+    dtr_config_default(&cfg);
+    cfg.heuristic = h;
+    cfg.dealloc = dp;
+    cfg.min_evict_bytes = min_evict;
+    struct dtr *d = dtr_create(&cfg, mo, NULL);
+    ck_assert_ptr_nonnull(d);
+    *handle = d;
+    dtr_test_random_program(d, p, integral, rng);
+    dtr_destroy(d);
+}
+
 #endif

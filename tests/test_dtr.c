@@ -608,18 +608,10 @@ static long run_cache_check(enum dtr_heuristic h, enum dtr_dealloc p, int integr
     cc.rng = seed;
     cc.m.evict_in_alloc = -1;
     cc.m.budget = 2600;
-    struct dtr_config c;
-    dtr_config_default(&c);
-    c.heuristic = h;
-    c.dealloc = p;
-    struct dtr_memory_ops mo = { .ctx = &cc, .alloc = cc_alloc, .free = cc_free };
-    struct dtr *d = dtr_create(&c, &mo, NULL);
-    ck_assert_ptr_nonnull(d);
-    cc.m.d = d;
+    const struct dtr_memory_ops mo = { .ctx = &cc, .alloc = cc_alloc, .free = cc_free };
     const struct dtr_test_program prog = { .live = 40, .calls = 400, .concat_one_in = 6, .concat_extra = 16,
                                            .recent = 6, .reads = 0 };
-    dtr_test_random_program(d, &prog, integral, &cc.rng);
-    dtr_destroy(d);
+    dtr_test_run(h, p, 0, &mo, &cc.m.d, &prog, integral, &cc.rng);
     return cc.checked;
 }
 

@@ -80,19 +80,10 @@ static long run_program(enum dtr_heuristic h, enum dtr_dealloc p, int integral, 
     c.budget = 2400;
     c.min_evict = min_evict;
     c.expect = DTR_NONE;
-    struct dtr_config cfg;
-    dtr_config_default(&cfg);
-    cfg.heuristic = h;
-    cfg.dealloc = p;
-    cfg.min_evict_bytes = min_evict;
-    struct dtr_memory_ops mo = { .ctx = &c, .alloc = chk_alloc, .free = chk_free };
-    struct dtr *d = dtr_create(&cfg, &mo, NULL);
-    ck_assert_ptr_nonnull(d);
-    c.d = d;
+    const struct dtr_memory_ops mo = { .ctx = &c, .alloc = chk_alloc, .free = chk_free };
     const struct dtr_test_program prog = { .live = 48, .calls = 500, .concat_one_in = 4, .concat_extra = 24,
                                            .recent = 8, .reads = 1 };
-    dtr_test_random_program(d, &prog, integral, &c.rng);
-    dtr_destroy(d);
+    dtr_test_run(h, p, min_evict, &mo, &c.d, &prog, integral, &c.rng);
     return c.checked;
 }
 
