@@ -97,6 +97,13 @@ struct sim_options {
     uint64_t min_evict_bytes;
     int sample_sqrt;
     uint64_t seed;
+    /* The planners' memory accounting (see the static checkpointing
+     * section), per program step, NULL: none: a call's workspace counts
+     * while it runs, its kept bytes from its first run to the end; both
+     * come off the budget before anything is allocated (the baseline
+     * leaves them out). sim_schedule_planners_memory fills them. */
+    const uint64_t *step_workspace;
+    const uint64_t *step_kept;
 };
 /* dtr, eager, unlimited, remat limit 1.0 (the DTR authors' rule). */
 void sim_options_default(struct sim_options *o);
@@ -128,6 +135,19 @@ struct sim_result {
  * or remat_exceeded), -1 for SIM_ERROR (message set). */
 int sim_run(const struct sim_program *p, const struct sim_baseline *b, const struct sim_options *o,
             struct sim_result *r);
+
+/* A replay's events, in the order the core made them (sim_run_recorded):
+ * run: the call of program step `step` ran, first or again (remat 1);
+ * free: the buffer first made by step `step` was freed (evicted, dropped or
+ * banished). bench/sim_schedule.c turns them into a schedule. */
+struct sim_recorder {
+    void *ctx;
+    void (*run)(void *ctx, uint32_t step, int remat);
+    void (*free)(void *ctx, uint32_t step);
+};
+/* sim_run with rec told of every run and free (rec NULL: sim_run). */
+int sim_run_recorded(const struct sim_program *p, const struct sim_baseline *b, const struct sim_options *o,
+                     const struct sim_recorder *rec, struct sim_result *r);
 
 /* Budget sweeps: every program x heuristic x ratio. */
 struct sweep_row {
@@ -319,6 +339,41 @@ enum plan_status plan_checkmate(const struct plan_graph *g, uint64_t budget_byte
  * input of those), then runs in stage order and frees after last use. */
 int plan_schedule_from_s(const struct plan_graph *g, const uint8_t *S, struct schedule *out, char *err,
                          size_t err_size);
+
+/* DTR's simulated run on a graph as a static schedule (bench/sim_schedule.c).
+ * sim_schedule_record: the program p (sim_program_load_graph of g's file)
+ * replayed under o, every run (first or again, recomputations marked) and
+ * every free in order, in the steps form; r as sim_run's. Fails (-1) when p
+ * is not g's program or the replay errs; a replay that ends in OOM or
+ * remat_exceeded gives r's outcome and the schedule up to there. */
+int sim_schedule_record(const struct plan_graph *g, const struct sim_program *p, const struct sim_baseline *b,
+                        const struct sim_options *o, struct sim_result *r, struct schedule *out, char *err,
+                        size_t err_size);
+/* The per-step workspace and kept bytes of g's nodes for p's calls
+ * (sim_options.step_workspace / step_kept: DTR then counts memory as the
+ * planners do, so its recorded schedule fits the same budget). Both arrays
+ * malloc'd, n_steps long; -1 when p is not g's program. */
+int sim_schedule_planners_memory(const struct plan_graph *g, const struct sim_program *p, uint64_t **workspace,
+                                 uint64_t **kept, char *err, size_t err_size);
+/* A steps schedule whose first runs come in node order (as DTR's on a
+ * graph) mapped to Checkmate's stages: stage t ends with node t's first
+ * run; S[t] = the values resident when stage t begins whose copy is read
+ * again before it is freed (or graph outputs); lowered by
+ * plan_schedule_from_s (R by Checkmate's closure, runs in node order within
+ * a stage, frees after last use), so recomputations DTR made before node
+ * t's first run land in stage t. The peak can differ from the original's. */
+int sim_schedule_to_stages(const struct plan_graph *g, const struct schedule *s, struct schedule *out, char *err,
+                           size_t err_size);
+/* The cheapest staged DTR schedule within budget_bytes that fits(ctx, sc)
+ * accepts: DTR (dtr-eq, dtr; no remat limit) replayed at a few budgets at
+ * and below budget_bytes, each run mapped to stages and checked with
+ * schedule_simulate at budget_bytes. DTR runs with the planners' memory
+ * accounting (sim_schedule_planners_memory). PLAN_OK with it in *out (its compute
+ * in *cost, "dtr-eq@0.96" in label: heuristic and budget factor), or
+ * PLAN_INFEASIBLE. A MIP start for Checkmate's MILP (milp.c). */
+enum plan_status sim_schedule_start(const struct plan_graph *g, uint64_t budget_bytes,
+                                    int (*fits)(void *ctx, const struct schedule *sc), void *ctx,
+                                    struct schedule *out, double *cost, char *label, size_t label_size);
 
 /* Comparison of DTR heuristics and planners per budget (dtrexec bench). */
 struct compare_row {

@@ -689,6 +689,48 @@ static enum plan_status classic_start(const struct plan_graph *g, const double *
     return rc;
 }
 
+/* DTR's simulated run mapped to stages (bench/sim_schedule.c) as the
+ * start, when it fits the model's memory and beats *best_cost (the
+ * rounding's or a classic planner's). DTRX_MILP_DTR_START=0: never;
+ * =force: whenever one fits, cheaper or not (to see where HiGHS goes from
+ * DTR's schedule). */
+struct start_fit {
+    const struct plan_graph *g;
+    const double *M;
+    double budget_units;
+};
+
+static int start_fits(void *ctx, const struct schedule *sc)
+{
+    const struct start_fit *c = ctx;
+    double max_u;
+    return !start_values(NULL, c->g, c->M, sc, &max_u) && max_u <= c->budget_units;
+}
+
+static enum plan_status dtr_start(const struct plan_graph *g, const double *M, double budget_units,
+                                  uint64_t budget_bytes, struct schedule *best, double *best_cost, char *backend,
+                                  size_t backend_size)
+{
+    const char *e = getenv("DTRX_MILP_DTR_START");
+    struct start_fit c = { g, M, budget_units };
+    struct schedule sc;
+    double cost;
+    char label[16];
+    if (e && !strcmp(e, "0"))
+        return PLAN_INFEASIBLE;
+    schedule_init(&sc);
+    if (sim_schedule_start(g, budget_bytes, start_fits, &c, &sc, &cost, label, sizeof label) != PLAN_OK ||
+        !(cost < *best_cost || (e && !strcmp(e, "force")))) {
+        schedule_free(&sc);
+        return PLAN_INFEASIBLE;
+    }
+    schedule_free(best);
+    *best = sc;
+    *best_cost = cost;
+    snprintf(backend, backend_size, "%s; start %s", milp_solver(), label);
+    return PLAN_OK;
+}
+
 enum plan_status plan_checkmate(const struct plan_graph *g, uint64_t budget_bytes, int relax,
                                 const struct plan_options *o, struct schedule *out, char *err, size_t err_size)
 {
@@ -774,6 +816,9 @@ enum plan_status plan_checkmate(const struct plan_graph *g, uint64_t budget_byte
         enum plan_status crc = classic_start(g, M, budget_units, budget_bytes, &rounded, &lp_best,
                                              out->solver.backend, sizeof out->solver.backend);
         if (crc == PLAN_OK)
+            lrc = PLAN_OK;
+        if (dtr_start(g, M, budget_units, budget_bytes, &rounded, &lp_best, out->solver.backend,
+                      sizeof out->solver.backend) == PLAN_OK)
             lrc = PLAN_OK;
     }
     if (relax) {

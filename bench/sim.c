@@ -11,6 +11,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -37,20 +38,59 @@ const char *sim_outcome_name(enum sim_outcome o)
     return "?";
 }
 
-/* memory: a byte counter against the budget */
+/* memory: a byte counter against the budget; with a recorder, also the
+ * program step that first made each storage (its first allocation happens
+ * in that step's call), so frees and runs can be named */
 struct counter {
     struct dtr *d;
     uint64_t used, peak, budget;   /* budget 0: unlimited */
+    const struct sim_recorder *rec;
+    const uint64_t *ws, *kept;     /* per step: the planners' accounting (sim_options), NULL: none */
+    uint64_t kept_used;            /* kept bytes of the calls run so far */
+    uint32_t cur_step;             /* the step being replayed */
+    uint32_t *storage_step;        /* storage -> step, UINT32_MAX: none */
+    uint32_t cap_storages;
+    int failed;                    /* out of host memory while recording */
 };
 
 static int counter_alloc(void *ctx, dtr_storage s, uint64_t bytes, unsigned flags)
 {
     struct counter *c = ctx;
-    if (c->budget && (bytes > c->budget || c->used > c->budget - bytes))
+    int mapping = c->rec || c->ws || c->kept;
+    /* the planners' accounting: the call's workspace while it runs, and
+     * the kept bytes of every call run so far, this one's on its first run */
+    uint64_t extra = 0, kept_new = 0;
+    if (mapping && !(flags & DTR_ALLOC_SCRATCH)) {
+        int first = s >= c->cap_storages || c->storage_step[s] == UINT32_MAX;
+        uint32_t step = first ? c->cur_step : c->storage_step[s];
+        if (step != UINT32_MAX) {
+            kept_new = first && c->kept ? c->kept[step] : 0;
+            extra = (c->ws ? c->ws[step] : 0) + kept_new;
+        }
+        extra += c->kept_used;
+    }
+    if (c->budget && (bytes > c->budget || extra > c->budget - bytes || c->used > c->budget - bytes - extra))
         return 1;
+    if (mapping && s >= c->cap_storages) {
+        uint32_t n = c->cap_storages ? c->cap_storages : 256;
+        while (n <= s)
+            n *= 2;
+        uint32_t *q = realloc(c->storage_step, (size_t)n * sizeof *q);
+        if (!q) {
+            c->failed = 1;
+            return -1;
+        }
+        for (uint32_t k = c->cap_storages; k < n; k++)
+            q[k] = UINT32_MAX;
+        c->storage_step = q;
+        c->cap_storages = n;
+    }
+    if (mapping && c->storage_step[s] == UINT32_MAX)
+        c->storage_step[s] = c->cur_step;
     c->used += bytes;
-    if (c->used > c->peak)
-        c->peak = c->used;
+    if (c->used + extra > c->peak)
+        c->peak = c->used + extra;
+    c->kept_used += kept_new;
     return 0;
 }
 
@@ -58,6 +98,17 @@ static void counter_free(void *ctx, dtr_storage s, unsigned flags)
 {
     struct counter *c = ctx;
     c->used -= dtr_storage_bytes(c->d, s);
+    if (c->rec && s < c->cap_storages && c->storage_step[s] != UINT32_MAX && !(flags & DTR_ALLOC_SCRATCH))
+        c->rec->free(c->rec->ctx, c->storage_step[s]);
+}
+
+/* calls carry their step (+ 1) as the closure; constants none */
+static int counter_compute(void *ctx, dtr_op op, void *closure, int rematerialize)
+{
+    struct counter *c = ctx;
+    if (closure)
+        c->rec->run(c->rec->ctx, (uint32_t)((uintptr_t)closure - 1), rematerialize);
+    return 0;
 }
 
 static double now_s(void)
@@ -68,12 +119,14 @@ static double now_s(void)
 }
 
 /* Replays p on a fresh core; fills r from the core's statistics. */
-static int replay(const struct sim_program *p, const struct dtr_config *cfg, uint64_t budget, struct sim_result *r)
+static int replay(const struct sim_program *p, const struct dtr_config *cfg, uint64_t budget,
+                  const struct sim_recorder *rec, const uint64_t *ws, const uint64_t *kept, struct sim_result *r)
 {
-    struct counter c = { .budget = budget };
+    struct counter c = { .budget = budget, .rec = rec, .ws = ws, .kept = kept, .cur_step = UINT32_MAX };
     struct dtr_memory_ops mem = { .ctx = &c, .alloc = counter_alloc, .free = counter_free };
+    struct dtr_compute_ops comp = { .ctx = &c, .compute = counter_compute };
     double t0 = now_s();
-    struct dtr *d = dtr_create(cfg, &mem, NULL);
+    struct dtr *d = dtr_create(cfg, &mem, rec ? &comp : NULL);
     dtr_tensor *tensor = malloc(((size_t)p->n_values + 1) * sizeof *tensor);
     dtr_tensor *outs = NULL;
     uint32_t cap_outs = 0;
@@ -90,6 +143,7 @@ static int replay(const struct sim_program *p, const struct dtr_config *cfg, uin
     for (uint32_t i = 0; i < p->n_steps; i++) {
         const struct sim_step *s = &p->steps[i];
         enum dtr_status st = DTR_OK;
+        c.cur_step = s->kind == SIM_STEP_CALL ? i : UINT32_MAX;
         switch (s->kind) {
         case SIM_STEP_CONSTANT:
             st = dtr_constant_add(d, p->out_bytes[s->out_at], NULL, &tensor[s->out]);
@@ -116,7 +170,7 @@ static int replay(const struct sim_program *p, const struct dtr_config *cfg, uin
             struct dtr_call_desc call = {
                 .inputs = in, .n_inputs = s->n_in,
                 .output_bytes = p->out_bytes + s->out_at, .output_alias = p->out_alias + s->out_at,
-                .n_outputs = s->n_out, .cost = s->cost,
+                .n_outputs = s->n_out, .cost = s->cost, .closure = (void *)((uintptr_t)i + 1),
             };
             st = dtr_call(d, &call, outs, NULL);
             if (in != in_buf)
@@ -129,6 +183,12 @@ static int replay(const struct sim_program *p, const struct dtr_config *cfg, uin
         case SIM_STEP_RETAIN: st = dtr_tensor_retain(d, tensor[s->out]); break;
         case SIM_STEP_RELEASE: st = dtr_tensor_release(d, tensor[s->out]); break;
         case SIM_STEP_PIN: st = dtr_tensor_pin(d, tensor[s->out]); break;
+        }
+        if (c.failed) {
+            snprintf(r->message, sizeof r->message, "out of memory recording step %u", i);
+            r->outcome = SIM_ERROR;
+            rc = -1;
+            break;
         }
         if (st == DTR_ERR_OOM) {
             r->outcome = SIM_OOM;
@@ -162,6 +222,7 @@ out:
     dtr_destroy(d);
     free(tensor);
     free(outs);
+    free(c.storage_step);
     r->wall_s = now_s() - t0;
     return rc;
 }
@@ -174,7 +235,7 @@ int sim_baseline_run(const struct sim_program *p, struct sim_baseline *b, char *
     cfg.dealloc = DTR_DEALLOC_BANISH;
     struct sim_result r;
     memset(&r, 0, sizeof r);
-    if (replay(p, &cfg, 0, &r) || r.outcome != SIM_PASS) {
+    if (replay(p, &cfg, 0, NULL, NULL, NULL, &r) || r.outcome != SIM_PASS) {
         snprintf(err, err_size, "%s: baseline replay failed: %s", p->name ? p->name : "program", r.message);
         return -1;
     }
@@ -190,6 +251,12 @@ int sim_baseline_run(const struct sim_program *p, struct sim_baseline *b, char *
 
 int sim_run(const struct sim_program *p, const struct sim_baseline *b, const struct sim_options *o,
             struct sim_result *r)
+{
+    return sim_run_recorded(p, b, o, NULL, r);
+}
+
+int sim_run_recorded(const struct sim_program *p, const struct sim_baseline *b, const struct sim_options *o,
+                     const struct sim_recorder *rec, struct sim_result *r)
 {
     memset(r, 0, sizeof *r);
     struct dtr_config cfg;
@@ -207,7 +274,7 @@ int sim_run(const struct sim_program *p, const struct sim_baseline *b, const str
         if (!budget)
             budget = 1;
     }
-    int rc = replay(p, &cfg, budget, r);
+    int rc = replay(p, &cfg, budget, rec, o->step_workspace, o->step_kept, r);
     r->baseline_compute = b->compute;
     r->overhead = b->compute > 0 ? r->total_compute / b->compute : 1.0;
     return rc;

@@ -31,6 +31,15 @@ static void sim_usage(FILE *f)
             "                        against checkpoint-all, with the schedule's checks (inputs\n"
             "                        resident, no double free, outputs kept, peak within its\n"
             "                        budget_bytes or --budget); errors name the step\n"
+            "  --schedule-out S.json  (GRAPH) write the run as a static schedule, steps form:\n"
+            "                        every run (first or again) and every free in order; it is\n"
+            "                        checked as --plan would check it (peak in the planners'\n"
+            "                        accounting, which adds workspaces and kept bytes)\n"
+            "  --planners-memory     (GRAPH) count memory as the static planners do: a node's\n"
+            "                        workspace_ram while it runs, its kept_ram from its first\n"
+            "                        run on (the unbudgeted baseline still leaves them out)\n"
+            "  --staged              with --schedule-out: mapped to Checkmate's stages first\n"
+            "                        (stage t ends with node t's first run; a MIP start)\n"
             "Exit status: 0 completed, 1 bad input (or an invalid schedule), 2 out of memory or\n"
             "remat limit exceeded, 3 internal.\n");
 }
@@ -177,9 +186,55 @@ out:
     return rc;
 }
 
+/* `sim GRAPH --schedule-out S.json`: the run recorded as a schedule
+ * (bench/sim_schedule.c), checked and written; prints the check. */
+static int sim_schedule_out(const char *path, const struct sim_program *prog, const struct sim_baseline *base,
+                            const struct sim_options *o, const char *out_path, int staged, struct sim_result *r,
+                            char *note, size_t note_size)
+{
+    char err[600];
+    struct plan_graph g;
+    struct schedule s, st;
+    struct schedule_result sr;
+    if (plan_graph_load(path, &g, err, sizeof err)) {
+        fprintf(stderr, "dtrexec sim: --schedule-out needs a graph: %s\n", err);
+        return CLI_EXIT_USAGE;
+    }
+    schedule_init(&s);
+    int rc = CLI_EXIT_USAGE;
+    if (sim_schedule_record(&g, prog, base, o, r, &s, err, sizeof err)) {
+        fprintf(stderr, "dtrexec sim: %s\n", err);
+        goto out;
+    }
+    if (staged && r->outcome == SIM_PASS) {
+        if (sim_schedule_to_stages(&g, &s, &st, err, sizeof err)) {
+            fprintf(stderr, "dtrexec sim: %s: cannot map to stages: %s\n", path, err);
+            goto out;
+        }
+        schedule_free(&s);
+        s = st;
+    }
+    int valid = r->outcome == SIM_PASS && !schedule_simulate(&g, &s, r->budget_bytes, &sr, err, sizeof err);
+    if (schedule_save(out_path, &g, &s, err, sizeof err)) {
+        fprintf(stderr, "dtrexec sim: %s\n", err);
+        goto out;
+    }
+    if (!valid && r->outcome == SIM_PASS)
+        fprintf(stderr, "dtrexec sim: %s: the schedule written to %s does not check: %s\n", path, out_path, err);
+    else if (valid)
+        snprintf(note, note_size, "  schedule %s%s: %u steps, compute %.17g, peak %llu bytes (planners' accounting)\n",
+                 out_path, staged ? " (staged)" : "", s.n_steps, sr.total_compute, (unsigned long long)sr.peak_bytes);
+    rc = CLI_EXIT_OK;
+out:
+    schedule_free(&s);
+    plan_graph_free(&g);
+    return rc;
+}
+
 int cmd_sim(int argc, char **argv)
 {
-    const char *plan = NULL, *budget_text = NULL;
+    const char *plan = NULL, *budget_text = NULL, *schedule_out = NULL;
+    int staged = 0, planners_memory = 0;
     const char *path = NULL;
     int json = 0;
     struct sim_options o;
@@ -194,6 +249,13 @@ int cmd_sim(int argc, char **argv)
             json = 1;
         } else if (!strcmp(a, "--sample-sqrt")) {
             o.sample_sqrt = 1;
+        } else if (!strcmp(a, "--planners-memory")) {
+            planners_memory = 1;
+        } else if (!strcmp(a, "--staged")) {
+            staged = 1;
+        } else if (!strcmp(a, "--schedule-out") && v) {
+            schedule_out = v;
+            i++;
         } else if (!strcmp(a, "--plan") && v) {
             plan = v;
             i++;
@@ -268,8 +330,36 @@ int cmd_sim(int argc, char **argv)
         sim_program_free(&prog);
         return CLI_EXIT_USAGE;
     }
+    uint64_t *ws = NULL, *kept = NULL;
+    if (planners_memory) {
+        struct plan_graph g;
+        int bad = plan_graph_load(path, &g, err, sizeof err) ||
+                  sim_schedule_planners_memory(&g, &prog, &ws, &kept, err, sizeof err);
+        plan_graph_free(&g);   /* zeroed by a failed load */
+        if (bad) {
+            fprintf(stderr, "dtrexec sim: --planners-memory needs a graph: %s\n", err);
+            sim_program_free(&prog);
+            return CLI_EXIT_USAGE;
+        }
+        o.step_workspace = ws;
+        o.step_kept = kept;
+    }
     struct sim_result r;
-    int rc = sim_run(&prog, &base, &o, &r);
+    int rc = 0;
+    char note[1200] = "";
+    if (schedule_out) {
+        int src = sim_schedule_out(path, &prog, &base, &o, schedule_out, staged, &r, note, sizeof note);
+        if (src) {
+            sim_program_free(&prog);
+            free(ws);
+            free(kept);
+            return src;
+        }
+    } else {
+        rc = sim_run(&prog, &base, &o, &r);
+    }
+    free(ws);
+    free(kept);
     if (rc || r.outcome == SIM_ERROR) {
         fprintf(stderr, "dtrexec sim: %s: %s\n", path, r.message);
         sim_program_free(&prog);
@@ -293,6 +383,7 @@ int cmd_sim(int argc, char **argv)
                (unsigned long long)r.heuristic_evaluations, (unsigned long long)r.metadata_accesses, r.wall_s);
         if (r.outcome != SIM_PASS)
             printf("  %s\n", r.message);
+        fputs(note, stdout);
     }
     sim_program_free(&prog);
     return r.outcome == SIM_PASS ? CLI_EXIT_OK : CLI_EXIT_OOM;
