@@ -93,6 +93,15 @@ static size_t record_workspace(struct dtrx_session *s)
     return ws;
 }
 
+/* 1 when node n's outputs include value id. */
+static int node_makes(const struct rt_node *n, int id)
+{
+    for (int k = 0; k < n->n_out; k++)
+        if (n->outs[k] == id)
+            return 1;
+    return 0;
+}
+
 /* 1 when name is base or base/<number>. */
 static int is_numbered(const char *name, const char *base)
 {
@@ -259,7 +268,12 @@ void rt_record_call(struct dtrx_session *s, const struct rt_call *c, const char 
     /* Control links, so that every schedule runs the calls of one gradient
      * in the order the emitter issues them: the loss's gradient after the
      * loss (it starts from the seed 1, not from the loss's output), and each
-     * <node>/grad/k after the call before it in the same group. */
+     * <node>/grad/k after the call before it in the same group. Only the
+     * call that made the loss value starts from the seed; the gradients of
+     * the loss's inner calls (the MSE's Sub and Mul) read their output
+     * gradients, and a link to their forward call would keep its output
+     * (the squared error) resident in every schedule until then, where the
+     * runtime drops it after its one reader. */
     const char *grad = strstr(name, "/grad");
     if (grad && !c->node) {
         char base[1024];
@@ -271,6 +285,8 @@ void rt_record_call(struct dtrx_session *s, const struct rt_call *c, const char 
             int same_group = is_numbered(r->nodes[i].name, group);
             if (!same_group && !(is_loss_grad && !strcmp(r->nodes[i].name, base)))
                 continue;
+            if (!same_group && !node_makes(&r->nodes[i], s->train.loss))
+                break;
             int *grown = realloc(n->inputs, sizeof(int) * (size_t)(n->n_in + 1));
             if (grown) {
                 n->inputs = grown;
