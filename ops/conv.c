@@ -1023,12 +1023,6 @@ static int conv_grad(struct grad_ctx *g)
     const struct tensor *x = f->in[0], *w = f->in[1];
     int has_b = f->n_in > 2 && f->in[2] && g->need_dx[2];
     struct nn_geom_attrs at;
-    if (g->need_dx[0]) {
-        nn_geom_attrs_make(&geo, x->rank, x->dims, &at);
-        int in[2] = { g->dy[0], g->in[1] }, dx;
-        if (g->emit(g, "ConvGradData", at.a, at.n, 2, in, 1, &dx) || g->add_dx(g, 0, dx))
-            return -1;
-    }
     if (g->need_dx[1] || has_b) {
         nn_geom_attrs_make(&geo, w->rank, w->dims, &at);
         int in[2] = { g->in[0], g->dy[0] }, out[2];
@@ -1037,6 +1031,12 @@ static int conv_grad(struct grad_ctx *g)
         if (g->need_dx[1] && g->add_dx(g, 1, out[0]))
             return -1;
         if (has_b && g->add_dx(g, 2, out[1]))
+            return -1;
+    }
+    if (g->need_dx[0]) {
+        nn_geom_attrs_make(&geo, x->rank, x->dims, &at);
+        int in[2] = { g->dy[0], g->in[1] }, dx;
+        if (g->emit(g, "ConvGradData", at.a, at.n, 2, in, 1, &dx) || g->add_dx(g, 0, dx))
             return -1;
     }
     return 0;
