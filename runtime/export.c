@@ -70,6 +70,9 @@ struct rt_recorder {
     int producer_cap;
     size_t step_constants;         /* bytes of the constants the step made (shapes, seeds, targets) */
     size_t peak_before;            /* the arena's high-water mark before the running call */
+    char group[1024];              /* "<forward>/grad" of the gradient being recorded, "" outside one */
+    int n_held, held_cap;
+    int *held;                     /* value ids its calls read or made so far */
 };
 
 /* The arena's high-water mark restarts at the bytes in use, so that after
@@ -190,6 +193,70 @@ void rt_step_names_free(struct dtrx_session *s)
     free(s->step_names.calls);
 }
 
+static void node_link(struct rt_node *n, int src)
+{
+    int *grown = realloc(n->inputs, sizeof(int) * (size_t)(n->n_in + 1));
+    if (grown) {
+        n->inputs = grown;
+        n->inputs[n->n_in++] = src;
+    }
+}
+
+static void group_hold(struct rt_recorder *r, int id)
+{
+    if (r->n_held == r->held_cap) {
+        int cap = r->held_cap ? 2 * r->held_cap : 32;
+        int *grown = realloc(r->held, sizeof *grown * (size_t)cap);
+        if (!grown)
+            return;
+        r->held = grown;
+        r->held_cap = cap;
+    }
+    r->held[r->n_held++] = id;
+}
+
+/* The calls of one gradient (one emitter call) run back to back, and the
+ * runtime lets go of what they read and made only when the last of them
+ * has run: the forward call's saved values and output gradient
+ * (train.c, release_saved), the temporaries (release_temporaries). A
+ * partial gradient sum is freed at once when it is added to. So each call
+ * of a gradient after the first is linked to the producer of every value
+ * an earlier call of it read or made that is still resident now, just
+ * after the call ran: a schedule keeps those bytes as the arena does
+ * (with a ConvGradWeight before the ConvGradData, the convolution's input
+ * stays through the ConvGradData; the MSE's difference through the Add
+ * of its two gradients). */
+static void record_group(struct dtrx_session *s, struct rt_recorder *r, const struct rt_call *c, const char *name,
+                         struct rt_node *n)
+{
+    const char *grad = c->node ? NULL : strstr(name, "/grad");
+    char group[sizeof r->group] = "";
+    if (grad && n->backward)
+        snprintf(group, sizeof group, "%.*s/grad", (int)(grad - name), name);
+    if (strcmp(group, r->group)) {
+        snprintf(r->group, sizeof r->group, "%s", group);
+        r->n_held = 0;
+    }
+    if (!group[0])
+        return;
+    for (int k = 0; k < r->n_held; k++) {
+        int id = r->held[k];
+        if (!s->values[id]->storage)
+            continue;
+        if (r->producer[id] >= 0 && r->producer[id] != r->n)
+            node_link(n, r->producer[id]);
+        int src = r->view_of[id];
+        if (src >= 0 && r->producer[src] >= 0 && r->producer[src] != r->n)
+            node_link(n, r->producer[src]);
+    }
+    for (int i = 0; i < c->n_in; i++)
+        if (c->in[i] >= 0 && r->producer[c->in[i]] >= 0)
+            group_hold(r, c->in[i]);
+    for (int i = 0; i < c->n_out; i++)
+        if (c->out[i] >= 0)
+            group_hold(r, c->out[i]);
+}
+
 void rt_record_call(struct dtrx_session *s, const struct rt_call *c, const char *name, double seconds)
 {
     struct rt_recorder *r = s->recorder;
@@ -287,11 +354,7 @@ void rt_record_call(struct dtrx_session *s, const struct rt_call *c, const char 
                 continue;
             if (!same_group && !node_makes(&r->nodes[i], s->train.loss))
                 break;
-            int *grown = realloc(n->inputs, sizeof(int) * (size_t)(n->n_in + 1));
-            if (grown) {
-                n->inputs = grown;
-                n->inputs[n->n_in++] = i;
-            }
+            node_link(n, i);
             break;
         }
     }
@@ -312,6 +375,7 @@ void rt_record_call(struct dtrx_session *s, const struct rt_call *c, const char 
             }
             r->producer[c->out[i]] = r->n;
         }
+    record_group(s, r, c, name, n);
     r->n++;
 }
 
@@ -388,6 +452,7 @@ static void recorder_free(struct rt_recorder *r)
     free(r->producer);
     free(r->view_of);
     free(r->constant_seen);
+    free(r->held);
 }
 
 enum dtrx_status dtrx_session_export_graph(struct dtrx_session *s, const char *path)
