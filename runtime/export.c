@@ -13,7 +13,10 @@
  * inputs, optimizer state, the targets the first loss draws, and the
  * constants the step makes: shapes and scales of gradient emitters, the
  * loss's seed). A link joins the producer of each input to its consumer;
- * weights, inputs and constants are not nodes.
+ * weights, inputs and constants are not nodes. A call of a gradient is
+ * also linked to what the earlier calls of the same gradient read or made
+ * and the runtime still holds (record_group), so that checkpoint-all's
+ * peak bounds the runtime's unbudgeted arena peak (tests/export_check.py).
  *
  * kept_ram the bytes of its outputs that the runtime holds to the end of
  * the step whatever a schedule frees (final parameter gradients, pinned
