@@ -46,7 +46,6 @@ import json
 import math
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
