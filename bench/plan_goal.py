@@ -18,10 +18,20 @@ found. dtr-eq / optimum then lies in [dtr-eq / best, dtr-eq / bound]:
   n/a         bound >= 1.5 (the goal does not apply), or no schedule exists
   undecided   otherwise (said why)
 
+The zoo graphs (dtrexec export) count kernel workspaces and kept bytes
+(accumulated gradients) for the planners, which the DTR simulator leaves
+out; `dtr-planners` replays dtr and dtr-eq at each zoo row's budget with
+`dtrexec sim --planners-memory` (the planners' accounting) into
+plan_goal_dtr.csv, shown as a column next to the simulator's figures (the
+verdict stays on the simulator's dtr-eq, as for the other graphs, where
+both accountings are the same). Hand-written notes after "## Notes" in
+plan_goal.md are kept when it is remade.
+
     python3 bench/plan_goal.py [--results bench/results]
     python3 bench/plan_goal.py collect MODEL RATIO GRAPH.json SCHEDULE.json NOTE   (appends to plan_goal_milp.csv)
       (SCHEDULE.json: dtrexec plan's schedule, or the stderr of a checkmate-lp run that found none, or
       the --verbose log of a checkmate run that found none: its MILP solver's last dual bound)
+    python3 bench/plan_goal.py dtr-planners --dtrexec build/dtrexec   (writes plan_goal_dtr.csv)
 """
 import argparse
 import csv
@@ -29,6 +39,7 @@ import json
 import math
 import os
 import re
+import subprocess
 import sys
 import time
 
@@ -39,6 +50,7 @@ from milp_speed import baseline_compute  # noqa: E402
 BENCH = [("vgg16", "vgg16.csv"), ("mobilenet", "mobilenet.csv"), ("resnet50", "resnet50.csv")]
 SOLVERS = ("checkmate", "checkmate-lp", "chen-sqrtn", "chen-greedy", "griewank", "checkpoint-all")
 MILP_FIELDS = ["model", "ratio", "status", "overhead", "bound_overhead", "solve_s", "note"]
+DTR_FIELDS = ["model", "ratio", "heuristic", "budget_bytes", "outcome", "overhead", "peak_bytes", "command"]
 
 
 def num(v):
@@ -53,6 +65,7 @@ class Row:
     def __init__(self, model, ratio):
         self.model, self.ratio = model, ratio
         self.dtr = {}                       # heuristic -> overhead (None: no schedule)
+        self.dtr_planners = {}              # the same in the planners' accounting (zoo graphs)
         self.best, self.best_by = None, ""
         self.bound, self.bound_by = 1.0, "every node once"
         self.proven = False
@@ -133,6 +146,12 @@ def load(results):
             x.lower(num(r["bound_overhead"]), r["note"] or "MILP bound")
             if r["status"] == "optimal":
                 x.proven = True
+    path = os.path.join(results, "plan_goal_dtr.csv")
+    if os.path.exists(path):
+        for r in csv.DictReader(open(path)):
+            if key(r["model"], r["ratio"]) in rows:
+                rows[key(r["model"], r["ratio"])].dtr_planners[r["heuristic"]] = (
+                    num(r["overhead"]) if r["outcome"] == "pass" else None)
     return [rows[k] for k in sorted(rows, key=lambda k: (k[0], -k[1]))]
 
 
@@ -184,9 +203,12 @@ def report(results):
          "the disaggregated form's (DTRX_MILP_FORM=disagg) beats the MILP's root bound on the zoo graphs), best = the cheapest schedule any static planner found "
          "(checkmate's MILP incumbent, its rounded LP, Chen, Griewank). Ratios x/opt are then ranges "
          "x/best..x/bound; below 1: DTR beats every static schedule known.", "",
-         "| graph | ratio | optimum or [bound, best] | bound from | best by | dtr | dtr-eq | lru | dtr/opt | "
-         "dtr-eq/opt | lru/opt | goal |",
-         "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+         "", "dtr-eq (planners' memory): dtr-eq replayed with `dtrexec sim --planners-memory` (workspaces and "
+         "kept bytes counted as the planners count them; zoo graphs only, the others have neither), from "
+         "plan_goal_dtr.csv.", "",
+         "| graph | ratio | optimum or [bound, best] | bound from | best by | dtr | dtr-eq | lru | "
+         "dtr-eq (planners' memory) | dtr/opt | dtr-eq/opt | lru/opt | goal |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     counts = {}
     for x in rows:
         v = verdict(x)
@@ -202,13 +224,21 @@ def report(results):
         for h in ("dtr", "dtr-eq", "lru"):
             v0 = x.dtr.get(h)
             cells.append("fails" if h in x.dtr and v0 is None else ("-" if v0 is None else f"{v0:.4f}"))
+        v0 = x.dtr_planners.get("dtr-eq")
+        cells.append("fails" if "dtr-eq" in x.dtr_planners and v0 is None else ("-" if v0 is None else f"{v0:.4f}"))
         for h in ("dtr", "dtr-eq", "lru"):
             cells.append(ratio_text(x.dtr.get(h), x) if x.best is not None else "-")
         cells.append(v)
         L.append("| " + " | ".join(cells) + " |")
     L += ["", "Verdicts: " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())) + "."]
-    with open(os.path.join(results, "plan_goal.md"), "w") as f:
-        f.write("\n".join(L) + "\n")
+    path = os.path.join(results, "plan_goal.md")
+    notes = ""
+    if os.path.exists(path):
+        old = open(path).read()
+        at = old.find("\n## Notes")
+        notes = old[at:] if at >= 0 else ""
+    with open(path, "w") as f:
+        f.write("\n".join(L) + "\n" + notes)
     print("\n".join(L))
 
 
@@ -243,7 +273,44 @@ def collect(a):
                     "solve_s": sv.get("solve_seconds", ""), "note": a.note})
 
 
+def dtr_planners(a):
+    """dtr and dtr-eq at every zoo row's budget (zoo_plan.csv's bytes), with
+    the planners' memory accounting, no remat limit (as plan_zoo.py)."""
+    rows, seen = [], set()
+    for r in csv.DictReader(open(os.path.join(a.results, "zoo_plan.csv"))):
+        k = (r["model"], r["ratio"], r["method"])
+        if r["kind"] != "dtr" or r["method"] not in ("dtr", "dtr-eq") or not r["budget_bytes"] or k in seen:
+            continue
+        seen.add(k)
+        graph = os.path.join(a.results, f"zoo-{r['model']}.json")
+        cmd = [a.dtrexec, "sim", graph, "--budget", r["budget_bytes"], "--heuristic", r["method"],
+               "--remat-limit", "none", "--planners-memory", "--json"]
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        try:
+            js = json.loads(res.stdout)
+        except ValueError:
+            print(f"plan_goal.py: {' '.join(cmd)} failed: {res.stderr.strip()}", file=sys.stderr)
+            return 1
+        rows.append({"model": r["model"], "ratio": r["ratio"], "heuristic": r["method"],
+                     "budget_bytes": r["budget_bytes"], "outcome": js["outcome"],
+                     "overhead": js["overhead"] if js["outcome"] == "pass" else "",
+                     "peak_bytes": js["peak_bytes"],
+                     "command": " ".join(["dtrexec"] + cmd[1:2] + [os.path.basename(graph)] + cmd[3:])})
+        print(f"{r['model']} {r['ratio']} {r['method']}: {js['outcome']} {rows[-1]['overhead']}")
+    with open(os.path.join(a.results, "plan_goal_dtr.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=DTR_FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+    return 0
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "dtr-planners":
+        ap = argparse.ArgumentParser()
+        ap.add_argument("cmd")
+        ap.add_argument("--dtrexec", required=True)
+        ap.add_argument("--results", default=os.path.join(HERE, "results"))
+        return dtr_planners(ap.parse_args())
     if len(sys.argv) > 1 and sys.argv[1] == "collect":
         ap = argparse.ArgumentParser()
         ap.add_argument("cmd")
