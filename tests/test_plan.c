@@ -8,10 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "testutil.h"
 
 #define GRAPHS DTRX_DATA_DIR "/checkmate-graphs/"
 
@@ -517,18 +517,6 @@ START_TEST(test_milp_forms_agree)
 }
 END_TEST
 
-static int run_cli(const char *args, char *out, size_t n)
-{
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", DTRX_BINARY, args);
-    FILE *p = popen(cmd, "r");
-    ck_assert(p != NULL);
-    size_t len = fread(out, 1, n - 1, p);
-    out[len] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 START_TEST(test_cli)
 {
     char out[8192], args[4096], chain[512], sched[512];
@@ -536,34 +524,34 @@ START_TEST(test_cli)
     snprintf(chain, sizeof chain, "%s", chain_graph());
     snprintf(sched, sizeof sched, "%s", tmp_path("cli.json"));
     snprintf(args, sizeof args, "plan %s --solver chen-greedy --budget 0.9x -o %s", chain, sched);
-    ck_assert_msg(run_cli(args, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(testutil_run_cli(args, out, sizeof out) == 0, "%s", out);
     snprintf(args, sizeof args, "sim %s --plan %s --json", chain, sched);
-    ck_assert_msg(run_cli(args, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(testutil_run_cli(args, out, sizeof out) == 0, "%s", out);
     ck_assert_msg(strstr(out, "\"overhead\"") && strstr(out, "\"peak_bytes\": 40"), "%s", out);
     /* infeasible budgets: exit 2 with a message */
     snprintf(args, sizeof args, "plan %s --solver checkpoint-all --budget 45 -o %s", chain, tmp_path("x.json"));
-    ck_assert_int_eq(run_cli(args, out, sizeof out), 2);
+    ck_assert_int_eq(testutil_run_cli(args, out, sizeof out), 2);
     ck_assert_msg(strstr(out, "budget"), "%s", out);
     snprintf(args, sizeof args, "plan %s --solver checkmate --budget 39 -o %s", chain, tmp_path("x.json"));
-    ck_assert_int_eq(run_cli(args, out, sizeof out), 2);
+    ck_assert_int_eq(testutil_run_cli(args, out, sizeof out), 2);
     ck_assert_msg(strstr(out, "below what any schedule"), "%s", out);
     /* bad schedule files: exit 1, the step named */
     const char *bad = write_tmp("bad.json", HEAD "\"steps\": [{\"run\": \"f0\"}, {\"run\": \"f2\"}]}");
     snprintf(args, sizeof args, "sim %s --plan %s", chain, bad);
-    ck_assert_int_eq(run_cli(args, out, sizeof out), 1);
+    ck_assert_int_eq(testutil_run_cli(args, out, sizeof out), 1);
     ck_assert_msg(strstr(out, "step 1"), "%s", out);
     bad = write_tmp("bad2.json", "{\"format\": \"dtrexec-schedule\", \"version\": 1, \"steps\": [");
     snprintf(args, sizeof args, "sim %s --plan %s", chain, bad);
-    ck_assert_int_eq(run_cli(args, out, sizeof out), 1);
+    ck_assert_int_eq(testutil_run_cli(args, out, sizeof out), 1);
     snprintf(args, sizeof args, "sim %s --plan %s --budget 30", chain, sched);
-    ck_assert_int_eq(run_cli(args, out, sizeof out), 1);
+    ck_assert_int_eq(testutil_run_cli(args, out, sizeof out), 1);
     ck_assert_msg(strstr(out, "above the budget"), "%s", out);
     snprintf(args, sizeof args, "plan %s --solver nonsense -o %s", chain, tmp_path("x.json"));
-    ck_assert_int_eq(run_cli(args, out, sizeof out), 1);
+    ck_assert_int_eq(testutil_run_cli(args, out, sizeof out), 1);
     /* the comparison: CSV rows for heuristics and solvers */
     snprintf(args, sizeof args, "bench %s --budgets 0.9,1.0 --heuristics dtr-eq,lru --solvers checkpoint-all,griewank "
              "--csv %s --plot %s --quiet", chain, tmp_path("c.csv"), tmp_path("c.svg"));
-    ck_assert_msg(run_cli(args, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(testutil_run_cli(args, out, sizeof out) == 0, "%s", out);
     FILE *f = fopen(tmp_path("c.csv"), "r");
     ck_assert(f != NULL);
     int lines = 0;

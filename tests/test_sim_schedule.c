@@ -10,10 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "testutil.h"
 #include "bench/json.h"
 
 #define N100 DTRX_DATA_DIR "/checkmate-graphs/random-layered-n100.json"
@@ -180,18 +180,6 @@ START_TEST(test_start)
 }
 END_TEST
 
-static int run_cli(const char *args, char *out, size_t n)
-{
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", DTRX_BINARY, args);
-    FILE *p = popen(cmd, "r");
-    ck_assert(p != NULL);
-    size_t len = fread(out, 1, n - 1, p);
-    out[len] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static double field(const char *json, const char *key)
 {
     struct json_value v;
@@ -212,11 +200,11 @@ START_TEST(test_cli)
         snprintf(sched, sizeof sched, "%s/dtr%d.json", tmpdir, staged);
         snprintf(args, sizeof args, "sim %s --budget 0.9 --heuristic dtr-eq --remat-limit none --json --schedule-out %s%s",
                  N100, sched, staged ? " --staged" : "");
-        ck_assert_msg(run_cli(args, out, sizeof out) == 0, "%s", out);
+        ck_assert_msg(testutil_run_cli(args, out, sizeof out) == 0, "%s", out);
         double compute = field(out, "total_compute"), budget = field(out, "budget_bytes");
         ck_assert(field(out, "remats") > 0);
         snprintf(args, sizeof args, "sim %s --plan %s --json", N100, sched);
-        ck_assert_msg(run_cli(args, out, sizeof out) == 0, "%s", out);
+        ck_assert_msg(testutil_run_cli(args, out, sizeof out) == 0, "%s", out);
         ck_assert_msg(staged ? field(out, "total_compute") <= compute + 1e-9
                              : close_to(field(out, "total_compute"), compute),
                       "%s", out);
@@ -225,7 +213,7 @@ START_TEST(test_cli)
     }
     /* a trace is no graph */
     snprintf(args, sizeof args, "sim %s/none.json --schedule-out %s/x.json", tmpdir, tmpdir);
-    ck_assert_int_ne(run_cli(args, out, sizeof out), 0);
+    ck_assert_int_ne(testutil_run_cli(args, out, sizeof out), 0);
 }
 END_TEST
 

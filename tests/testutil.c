@@ -1,5 +1,7 @@
 /* tests/testutil.c — helpers shared by the Check suites. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 
 #include "testutil.h"
 
@@ -25,4 +27,16 @@ int testutil_run(Suite *s)
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed ? 1 : 0;
+}
+
+int testutil_run_cli(const char *args, char *out, size_t n)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", DTRX_BINARY, args);
+    FILE *p = popen(cmd, "r");
+    ck_assert(p != NULL);
+    size_t len = fread(out, 1, n - 1, p);
+    out[len] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

@@ -3,6 +3,7 @@
 #define DTRX_TESTUTIL_H
 
 #include <check.h>
+#include <stddef.h>
 
 /* ../shared/data, or $DTRX_DATA_DIR when set. */
 const char *testutil_data_dir(void);
@@ -13,5 +14,9 @@ Suite *testutil_suite(const char *suite, const char *tcase, double timeout, TCas
 
 /* Runs s (CK_NORMAL), frees it; main's exit status: 1 when a test failed. */
 int testutil_run(Suite *s);
+
+/* Runs the dtrexec binary with args (a shell command line), stdout and
+ * stderr together into out (n bytes, NUL-terminated); its exit status. */
+int testutil_run_cli(const char *args, char *out, size_t n);
 
 #endif
