@@ -586,13 +586,7 @@ int main(void)
     tcase_add_test(tc, test_milp_forms_agree);
     tcase_add_test(tc, test_cli);
     suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    if (system(cmd)) {
-    }
-    return failed ? 1 : 0;
+    int failed = testutil_run(su);
+    testutil_remove_dir(tmpdir);
+    return failed;
 }

@@ -222,21 +222,13 @@ int main(void)
     snprintf(tmpdir, sizeof tmpdir, "/tmp/dtrx-simsched-XXXXXX");
     if (!mkdtemp(tmpdir))
         return 1;
-    Suite *su = suite_create("sim_schedule");
-    TCase *tc = tcase_create("sim_schedule");
-    tcase_set_timeout(tc, 120);
+    TCase *tc;
+    Suite *su = testutil_suite("sim_schedule", "sim_schedule", 120, &tc);
     tcase_add_test(tc, test_record_replays);
     tcase_add_test(tc, test_planners_memory);
     tcase_add_test(tc, test_start);
     tcase_add_test(tc, test_cli);
-    suite_add_tcase(su, tc);
-    SRunner *sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    if (system(cmd)) {
-    }
-    return failed ? 1 : 0;
+    int failed = testutil_run(su);
+    testutil_remove_dir(tmpdir);
+    return failed;
 }

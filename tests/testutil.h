@@ -19,4 +19,7 @@ int testutil_run(Suite *s);
  * stderr together into out (n bytes, NUL-terminated); its exit status. */
 int testutil_run_cli(const char *args, char *out, size_t n);
 
+/* Removes a scratch folder and everything in it (rm -rf). */
+void testutil_remove_dir(const char *dir);
+
 #endif
