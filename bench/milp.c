@@ -769,10 +769,12 @@ enum plan_status plan_checkmate(const struct plan_graph *g, uint64_t budget_byte
                  (unsigned long long)g->param_bytes, (unsigned long long)budget_bytes);
         return PLAN_INFEASIBLE;
     }
-    /* memory units */
+    /* memory units: the gcd of every size the model counts (outputs,
+     * workspaces, kept bytes), so that rounding them up to whole units
+     * changes nothing unless the units had to be made coarser */
     uint64_t unit = 0, maxb = 0;
     for (uint32_t i = 0; i < T; i++) {
-        unit = gcd64(unit, g->bytes[i]);
+        unit = gcd64(gcd64(gcd64(unit, g->bytes[i]), g->workspace[i]), g->kept[i]);
         if (g->bytes[i] > maxb)
             maxb = g->bytes[i];
     }

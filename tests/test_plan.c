@@ -451,6 +451,25 @@ START_TEST(test_workspace_and_kept)
 }
 END_TEST
 
+/* Sizes that share no large divisor: the values are 10 bytes, f2's
+ * workspace 105 and f3's kept bytes 505. The MILP counts memory in
+ * units of the gcd of all three (5 bytes), not of the values alone
+ * (10), where rounding the kept bytes up to 510 made 545 bytes look
+ * infeasible: at b3 the kept 505 bytes and four values fill it exactly. */
+START_TEST(test_milp_exact_units)
+{
+    if (!have_highs())
+        return;
+    struct plan_graph g;
+    struct schedule_result r;
+    load_graph(chain_graph_with("units.json", ", \"workspace_ram\": 105", ", \"kept_ram\": 505"), &g);
+    check_plan(&g, PLAN_CHECKMATE_MILP, 545, &r);
+    ck_assert_msg(r.peak_bytes <= 545 && r.recomputes >= 1, "MILP: peak %llu, %u recomputations",
+                  (unsigned long long)r.peak_bytes, r.recomputes);
+    plan_graph_free(&g);
+}
+END_TEST
+
 START_TEST(test_milp_vgg16)
 {
     static const double ratios[] = { 0.86, 0.93 };
@@ -581,6 +600,7 @@ int main(void)
     tcase_add_loop_test(tc, test_baselines_on_shared_graphs, 0, sizeof shared_graphs / sizeof shared_graphs[0]);
     tcase_add_test(tc, test_milp_chain);
     tcase_add_test(tc, test_workspace_and_kept);
+    tcase_add_test(tc, test_milp_exact_units);
     tcase_add_test(tc, test_milp_vgg16);
     tcase_add_test(tc, test_lp_bound);
     tcase_add_test(tc, test_milp_forms_agree);
