@@ -34,7 +34,7 @@ value freed right after its last reader, then replayed by `dtrexec sim
 
 usage: plan_moccasin.py GRAPH --budget BYTES|RATIO -o S.json [--copies C]
        [--extra R] [--time-limit S] [--workers N] [--hint S.json]
-       [--fix-order] [--dtrexec PATH] [--verbose]
+       [--fix-order hint|topo|kept-last] [--dtrexec PATH] [--verbose]
 exit: 0 a schedule written, 1 bad input, 2 no schedule found / infeasible,
 3 internal error (the replayer rejected the schedule), 77 no ortools.
 """
@@ -225,6 +225,34 @@ def read_hint(path, g):
     return runs, inst, count
 
 
+def first_order(g, how, hint_runs):
+    """The first-compute order --fix-order imposes."""
+    if how == "hint":
+        if not hint_runs:
+            fail(EXIT_BAD, "--fix-order hint needs a --hint that replays within the budget")
+        seen, order = set(), []
+        for v in hint_runs:
+            if v not in seen:
+                seen.add(v)
+                order.append(v)
+        return order
+    if how == "topo":
+        return list(g.topo)
+    import heapq
+    indeg = [len(p) for p in g.preds]
+    ready = [((g.kept[v] > 0), v) for v in range(g.n) if not indeg[v]]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, v = heapq.heappop(ready)
+        order.append(v)
+        for w in g.succs[v]:
+            indeg[w] -= 1
+            if not indeg[w]:
+                heapq.heappush(ready, ((g.kept[w] > 0), w))
+    return order
+
+
 def cost_scale(costs):
     """Integer objective coefficients: the smallest 10^d (d <= 6) that makes
     every cost integral, else 10^6 with rounding (then reported)."""
@@ -248,7 +276,7 @@ def build_and_solve(g, a, budget, hint):
     cap = budget - g.param_bytes
 
     m = cp_model.CpModel()
-    S, E, P, unit, ret = {}, {}, {}, {}, {}
+    S, E, P, LO, unit, ret = {}, {}, {}, {}, {}, {}
     for v in range(n):
         lo0, hi0 = g.n_anc[v], T - 1 - g.n_desc[v]
         if hi0 < lo0:
@@ -278,7 +306,7 @@ def build_and_solve(g, a, budget, hint):
                 m.Add(e == lo).OnlyEnforceIf(p.Not())
             m.Add(e >= s)
             m.Add(ln == e - s + 1)
-            S[v, c], E[v, c], P[v, c] = s, e, p
+            S[v, c], E[v, c], P[v, c], LO[v, c] = s, e, p, lo
         # a sink's last present copy stays to the end
         if g.sink[v]:
             for c in range(copies[v]):
@@ -321,15 +349,21 @@ def build_and_solve(g, a, budget, hint):
         if g.kept[v]:
             ivs.append(m.NewIntervalVar(S[v, 0], T - S[v, 0], T, f"k{v}"))
             dem.append(g.kept[v])
-    if ivs:
-        m.AddCumulative(ivs, dem, cap)
-    m.Minimize(sum(coef[v] * P[v, c] for (v, c) in P))
+    if a.min_peak:
+        # feasibility first: the least peak, cost ignored
+        top = sum(g.bytes) + max(g.ws) + sum(g.kept)
+        capv = m.NewIntVar(max(0, g.floor_bytes() - g.param_bytes), max(top, 1), "cap")
+        if ivs:
+            m.AddCumulative(ivs, dem, capv)
+        m.Minimize(capv)
+        K = 1
+    else:
+        if ivs:
+            m.AddCumulative(ivs, dem, cap)
+        m.Minimize(sum(coef[v] * P[v, c] for (v, c) in P))
 
     if a.fix_order:
-        first = []
-        for v in (hint_runs or g.topo):
-            if v not in first:
-                first.append(v)
+        first = first_order(g, a.fix_order, hint_runs)
         for a_, b_ in zip(first, first[1:]):
             m.Add(S[a_, 0] < S[b_, 0])
 
@@ -340,7 +374,7 @@ def build_and_solve(g, a, budget, hint):
         for (v, c), s in S.items():
             t, end = hv.get((v, c), (None, None))
             if t is None:
-                lo = s.Proto().domain[0]
+                lo = LO[v, c]
                 m.AddHint(s, lo)
                 m.AddHint(E[v, c], lo)
                 if c:
@@ -436,9 +470,13 @@ def main():
     ap.add_argument("--time-limit", type=float, default=60)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--seed", type=int, default=None)
-    ap.add_argument("--hint", help="a steps-form schedule as CP-SAT's solution hint")
-    ap.add_argument("--fix-order", action="store_true",
-                    help="fix the first-compute order (the hint's, else a topological one)")
+    ap.add_argument("--hint", help="a steps-form schedule as CP-SAT's solution hint (with --min-peak it need "
+                    "not fit the budget)")
+    ap.add_argument("--fix-order", choices=("hint", "topo", "kept-last"),
+                    help="fix the first-compute order: the hint's, the graph's topological one, or a topological "
+                    "one that runs nodes with kept_ram only when nothing else is ready")
+    ap.add_argument("--min-peak", action="store_true",
+                    help="minimise the peak instead of the compute (a feasibility phase: its schedule can be a --hint)")
     ap.add_argument("--dtrexec", default=os.environ.get("DTREXEC"))
     ap.add_argument("--verbose", "-v", action="count", default=0)
     a = ap.parse_args()
@@ -467,7 +505,8 @@ def main():
     hint, hint_desc = None, None
     if a.hint:
         hint = read_hint(a.hint, g)
-        r = run_dtrexec(a.dtrexec, ["sim", g.path, "--plan", a.hint, "--budget", str(budget), "--json"])
+        r = run_dtrexec(a.dtrexec, ["sim", g.path, "--plan", a.hint, "--json"] +
+                        ["--budget", str(2 ** 62 if a.min_peak else budget)])
         if r.returncode:
             print(f"plan_moccasin.py: the hint does not replay within {budget} bytes, not used: {r.stderr.strip()}",
                   file=sys.stderr)
@@ -501,12 +540,20 @@ def main():
     with open(a.output, "w") as f:
         json.dump(out, f, indent=0)
         f.write("\n")
-    r = run_dtrexec(a.dtrexec, ["sim", g.path, "--plan", a.output, "--budget", str(budget), "--json"])
+    r = run_dtrexec(a.dtrexec, ["sim", g.path, "--plan", a.output, "--json"] +
+                    ["--budget", str(2 ** 62 if a.min_peak else budget)])
     summary["seconds"] = time.monotonic() - t0
     if r.returncode:
         print(json.dumps(summary))
         fail(EXIT_INTERNAL, f"the replayer rejected the schedule {a.output}: {r.stderr.strip()}")
     rr = json.loads(r.stdout)
+    if a.min_peak:
+        base = 1.0
+        summary.update({"output": a.output, "overhead": rr["overhead"], "peak_bytes": rr["peak_bytes"],
+                        "fits_budget": rr["peak_bytes"] <= budget, "runs": rr["runs"], "recomputes": rr["remats"],
+                        "cp_peak": info["objective"] + g.param_bytes, "cp_peak_bound": info["bound"] + g.param_bytes})
+        print(json.dumps(summary))
+        return 0
     summary.update({"output": a.output, "overhead": rr["overhead"], "peak_bytes": rr["peak_bytes"],
                     "runs": rr["runs"], "recomputes": rr["remats"],
                     "cp_objective": info["objective"] / base, "cp_bound": info["bound"] / base,
