@@ -199,8 +199,11 @@ static int write_lp(const char *path, const struct plan_graph *g, const double *
         fprintf(f, " R%u_%u = 1\n", t, t);
         for (uint32_t k = 0; k <= t; k++)
             fprintf(f, " 0 <= U%u_%u <= %.17g\n", t, k, budget_units - kept_units(M, T, t, k));
+        /* outputs are kept; so is a value of no bytes (a view, a node
+         * that only makes kept bytes): keeping it costs nothing and
+         * never hurts, so some optimum keeps it and never recomputes it */
         for (uint32_t i = 0; i < t; i++)
-            if (g->sink[i]) {
+            if (g->sink[i] || (!paper && M[i] == 0)) {
                 fprintf(f, " S%u_%u = 1\n", t, i);
                 if (!paper)
                     fprintf(f, " R%u_%u = 0\n", t, i);
@@ -446,6 +449,13 @@ static int start_values(FILE *f, const struct plan_graph *g, const double *M, co
         R[(size_t)stage * T + st->node] = 1;
         res[st->node] = 1;
     }
+    /* as the model's bounds fix them: a value of no bytes is kept from its
+     * stage on and never recomputed (only cheaper, and it fits as before) */
+    for (uint32_t i = 0; !milp_paper_form() && i < T; i++)
+        for (uint32_t t = i + 1; M[i] == 0 && t < T; t++) {
+            S[(size_t)t * T + i] = 1;
+            R[(size_t)t * T + i] = 0;
+        }
     for (uint32_t t = 0; t < T; t++) {
         const uint8_t *Rt = R + (size_t)t * T, *St = S + (size_t)t * T, *Sn = S + (size_t)(t + 1) * T;
         for (uint32_t i = 0; f && i <= t; i++) {
