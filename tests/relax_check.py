@@ -4,7 +4,8 @@ graph (milp_solver_check.py's) over a sweep of budgets, the relaxed MILP
 (outputs below a size counted as 0 bytes) never bounds above the graph's
 own MILP optimum, equals it when nothing is dropped, and says infeasible
 only where the graph's own MILP is infeasible too (and does say so at a
-budget below every schedule). Bad input gets exit 1 and a message.
+budget below every schedule). Bad input (a missing graph, a bad budget,
+an unknown node to --zero, --reserve alone) gets exit 1 and a message.
 
 usage: relax_check.py DTREXEC        (exit 77: skipped, highspy missing)
 """
@@ -22,9 +23,9 @@ from milp_solver_check import graph, have  # noqa: E402
 SCRIPT = os.path.join(HERE, "..", "bench", "plan_relax.py")
 
 
-def relax(dtrexec, g, budget, below):
+def relax(dtrexec, g, budget, below, extra=()):
     res = subprocess.run([sys.executable, SCRIPT, g, "--budget", str(budget), "--below", str(below),
-                          "--dtrexec", dtrexec, "--time-limit", "120"], capture_output=True, text=True)
+                          "--dtrexec", dtrexec, "--time-limit", "120"] + list(extra), capture_output=True, text=True)
     if res.returncode:
         raise SystemExit(f"FAIL: plan_relax.py at {budget}, below {below}: exit {res.returncode}: {res.stderr}")
     return json.loads(res.stdout)
@@ -57,8 +58,9 @@ def main():
         sizes = sorted({n["cost_ram"] for n in json.load(open(g))["nodes"]})
         below = sizes[1]                     # drops the smallest outputs
         infeasible_seen = bounded = 0
+        opts = {}
         for budget in (110, 115, 118, 120, 150, 190, 250):
-            opt = optimum(dtrexec, g, budget, tmp)
+            opt = opts[budget] = optimum(dtrexec, g, budget, tmp)
             r = relax(dtrexec, g, budget, below)
             exact = relax(dtrexec, g, budget, 0)
             print(f"{budget} bytes: optimum {opt}, relaxed {r['status']} {r['bound_overhead']}, "
@@ -78,11 +80,18 @@ def main():
                 raise SystemExit(f"FAIL: at {budget} nothing dropped, yet {exact['status']} against {opt}")
             if opt is not None and abs(exact["bound_overhead"] - opt) > 1e-9:
                 raise SystemExit(f"FAIL: at {budget} nothing dropped, bound {exact['bound_overhead']} != {opt}")
+        # --zero alone (no --reserve) is a plain relaxation too
+        z = relax(dtrexec, g, 150, 0, ["--zero", "f0,b0"])
+        if z["bound_overhead"] is None or z["bound_overhead"] > opts[150] + 1e-9:
+            raise SystemExit(f"FAIL: --zero f0,b0 at 150: {z} against the optimum {opts[150]}")
         if not infeasible_seen or not bounded:
             raise SystemExit(f"FAIL: the sweep proved {infeasible_seen} budgets infeasible and bounded {bounded} "
                              "above 1: it tests nothing")
         for args, what in (([os.path.join(tmp, "missing.json"), "--budget", "100", "--below", "10"], "missing"),
-                           ([g, "--budget", "lots", "--below", "10"], "--budget lots")):
+                           ([g, "--budget", "lots", "--below", "10"], "--budget lots"),
+                           ([g, "--budget", "150", "--below", "0", "--zero", "nosuch", "--reserve", "10"],
+                            "an unknown node"),
+                           ([g, "--budget", "150", "--below", "0", "--reserve", "10"], "--reserve alone")):
             res = subprocess.run([sys.executable, SCRIPT] + args + ["--dtrexec", dtrexec], capture_output=True,
                                  text=True)
             if res.returncode != 1 or "plan_relax.py:" not in res.stderr:
