@@ -21,10 +21,13 @@ found. dtr-eq / optimum then lies in [dtr-eq / best, dtr-eq / bound]:
 The zoo graphs (dtrexec export) count kernel workspaces and kept bytes
 (accumulated gradients) for the planners, which the DTR simulator leaves
 out; `dtr-planners` replays dtr and dtr-eq at each zoo row's budget with
-`dtrexec sim --planners-memory` (the planners' accounting) into
-plan_goal_dtr.csv, shown as a column next to the simulator's figures (the
-verdict stays on the simulator's dtr-eq, as for the other graphs, where
-both accountings are the same). Hand-written notes after "## Notes" in
+`dtrexec sim --planners-memory` (the planners' accounting, the runtime's
+too) into plan_goal_dtr.csv. The verdict compares like with like: on the
+zoo graphs it takes dtr-eq in the planners' accounting, the one the
+optimum is computed in (on Checkmate's graphs the two are the same).
+Lower bounds and infeasibility proofs may also come from relaxed graphs
+(bench/plan_relax.py, rows of plan_goal_milp.csv with status
+"relaxation" or "infeasible"). Hand-written notes after "## Notes" in
 plan_goal.md are kept when it is remade.
 
     python3 bench/plan_goal.py [--results bench/results]
@@ -144,6 +147,8 @@ def load(results):
             x = row(r["model"], r["ratio"])
             x.schedule(num(r["overhead"]), "checkmate-lp" if r["status"] == "rounded" else "checkmate")
             x.lower(num(r["bound_overhead"]), r["note"] or "MILP bound")
+            if r["status"] == "infeasible":
+                x.infeasible, x.bound_by = True, r["note"] or "MILP infeasible"
             if r["status"] == "optimal":
                 x.proven = True
     path = os.path.join(results, "plan_goal_dtr.csv")
@@ -155,8 +160,14 @@ def load(results):
     return [rows[k] for k in sorted(rows, key=lambda k: (k[0], -k[1]))]
 
 
+def dtr_eq(x):
+    """dtr-eq's overhead in the optimum's accounting: the planners' where
+    it was replayed so (zoo graphs), else the simulator's."""
+    return x.dtr_planners["dtr-eq"] if "dtr-eq" in x.dtr_planners else x.dtr.get("dtr-eq")
+
+
 def verdict(x):
-    eq = x.dtr.get("dtr-eq")
+    eq = dtr_eq(x)
     if x.best is None:
         if x.infeasible:
             return "n/a: no schedule can fit (proven)"
@@ -205,7 +216,8 @@ def report(results):
          "x/best..x/bound; below 1: DTR beats every static schedule known.", "",
          "", "dtr-eq (planners' memory): dtr-eq replayed with `dtrexec sim --planners-memory` (workspaces and "
          "kept bytes counted as the planners count them; zoo graphs only, the others have neither), from "
-         "plan_goal_dtr.csv.", "",
+         "plan_goal_dtr.csv. The verdict and dtr-eq/opt use it where it exists (the optimum's accounting), "
+         "the simulator's dtr-eq elsewhere.", "",
          "| graph | ratio | optimum or [bound, best] | bound from | best by | dtr | dtr-eq | lru | "
          "dtr-eq (planners' memory) | dtr/opt | dtr-eq/opt | lru/opt | goal |",
          "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -227,7 +239,8 @@ def report(results):
         v0 = x.dtr_planners.get("dtr-eq")
         cells.append("fails" if "dtr-eq" in x.dtr_planners and v0 is None else ("-" if v0 is None else f"{v0:.4f}"))
         for h in ("dtr", "dtr-eq", "lru"):
-            cells.append(ratio_text(x.dtr.get(h), x) if x.best is not None else "-")
+            v0 = dtr_eq(x) if h == "dtr-eq" else x.dtr.get(h)
+            cells.append(ratio_text(v0, x) if x.best is not None else "-")
         cells.append(v)
         L.append("| " + " | ".join(cells) + " |")
     L += ["", "Verdicts: " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())) + "."]
