@@ -39,6 +39,8 @@ static void sim_usage(FILE *f)
             "                        workspace_ram while it runs, its kept_ram from its first\n"
             "                        run on (the unbudgeted baseline still leaves them out)\n"
             "  --staged              with --schedule-out: mapped to Checkmate's stages first\n"
+            "                        with --plan: replay the schedule mapped to the stages (S kept\n"
+            "                        at each stage's start, R the closure): is it in the MILP's space?\n"
             "                        (stage t ends with node t's first run; a MIP start)\n"
             "Exit status: 0 completed, 1 bad input (or an invalid schedule), 2 out of memory or\n"
             "remat limit exceeded, 3 internal.\n");
@@ -106,8 +108,10 @@ static void print_json(const char *model, const struct sim_options *o, const str
     printf("}\n");
 }
 
-/* `sim GRAPH --plan SCHEDULE.json`: the schedule's compute and peak. */
-static int sim_plan(const char *graph_path, const char *plan_path, const char *budget_text, int json)
+/* `sim GRAPH --plan SCHEDULE.json`: the schedule's compute and peak;
+ * with staged, those of the schedule mapped to Checkmate's stages first
+ * (whether it lies in the MILP's space at that cost and peak). */
+static int sim_plan(const char *graph_path, const char *plan_path, const char *budget_text, int json, int staged)
 {
     char err[600];
     struct plan_graph g;
@@ -132,6 +136,16 @@ static int sim_plan(const char *graph_path, const char *plan_path, const char *b
         rc = CLI_EXIT_USAGE;
         goto out;
     }
+    if (staged) {
+        struct schedule st;
+        if (sim_schedule_to_stages(&g, &s, &st, err, sizeof err)) {
+            fprintf(stderr, "dtrexec sim: %s: not mappable to Checkmate's stages: %s\n", plan_path, err);
+            rc = CLI_EXIT_USAGE;
+            goto out;
+        }
+        schedule_free(&s);
+        s = st;
+    }
     uint64_t budget = s.budget_bytes;
     if (budget_text) {
         double ratio;
@@ -155,6 +169,7 @@ static int sim_plan(const char *graph_path, const char *plan_path, const char *b
         json_write_string(stdout, plan_path);
         printf(", \"solver\": ");
         json_write_string(stdout, s.solver.name);
+        printf(", \"staged\": %s", staged ? "true" : "false");
         printf(", \"outcome\": \"pass\", \"oom\": false, \"remat_exceeded\": false");
         printf(", \"budget_bytes\": %llu, \"baseline_peak_bytes\": %llu, \"peak_bytes\": %llu, \"peak_step\": %u",
                (unsigned long long)budget, (unsigned long long)base.peak_bytes, (unsigned long long)r.peak_bytes,
@@ -170,7 +185,8 @@ static int sim_plan(const char *graph_path, const char *plan_path, const char *b
         printf(", \"runs\": %u, \"remats\": %u, \"frees\": %u, \"steps\": %u}\n", r.runs, r.recomputes, r.frees,
                s.n_steps);
     } else {
-        printf("%s: schedule %s (%s) is valid\n", g.name, plan_path, s.solver.name[0] ? s.solver.name : "no solver named");
+        printf("%s: schedule %s (%s)%s is valid\n", g.name, plan_path, s.solver.name[0] ? s.solver.name : "no solver named",
+               staged ? ", mapped to Checkmate's stages," : "");
         printf("  overhead %.5f (compute %.17g of checkpoint-all's %.17g, recomputed %.17g)\n", r.overhead,
                r.total_compute, r.baseline_compute, r.remat_compute);
         printf("  peak %llu bytes at step %u (%.4g of checkpoint-all's %llu)", (unsigned long long)r.peak_bytes,
@@ -317,7 +333,7 @@ int cmd_sim(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     if (plan)
-        return sim_plan(path, plan, budget_text, json);
+        return sim_plan(path, plan, budget_text, json, staged);
     char err[512];
     struct sim_program prog;
     if (sim_program_load(path, &prog, err, sizeof err)) {

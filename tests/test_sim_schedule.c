@@ -211,6 +211,24 @@ START_TEST(test_cli)
         ck_assert(field(out, "peak_bytes") <= budget);
         ck_assert(field(out, "budget_bytes") == budget);
     }
+    /* --plan --staged replays a steps schedule mapped to the stages: DTR's
+     * run so mapped is the one --schedule-out --staged wrote */
+    snprintf(args, sizeof args, "sim %s --plan %s/dtr1.json --json", N100, tmpdir);
+    ck_assert_msg(testutil_run_cli(args, out, sizeof out) == 0, "%s", out);
+    double staged_compute = field(out, "total_compute"), staged_peak = field(out, "peak_bytes");
+    snprintf(args, sizeof args, "sim %s --plan %s/dtr0.json --staged --json", N100, tmpdir);
+    ck_assert_msg(testutil_run_cli(args, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(close_to(field(out, "total_compute"), staged_compute) && field(out, "peak_bytes") == staged_peak,
+                  "%s", out);
+    /* a schedule whose first runs leave node order has no stages */
+    snprintf(sched, sizeof sched, "%s/order.json", tmpdir);
+    FILE *f = fopen(sched, "w");
+    ck_assert(f != NULL);
+    fputs("{\"format\": \"dtrexec-schedule\", \"version\": 1, \"steps\": [{\"run\": \"1\"}]}", f);
+    fclose(f);
+    snprintf(args, sizeof args, "sim %s --plan %s --staged", N100, sched);
+    ck_assert_int_ne(testutil_run_cli(args, out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "not in node order") != NULL, "%s", out);
     /* a trace is no graph */
     snprintf(args, sizeof args, "sim %s/none.json --schedule-out %s/x.json", tmpdir, tmpdir);
     ck_assert_int_ne(testutil_run_cli(args, out, sizeof out), 0);
