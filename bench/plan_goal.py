@@ -32,6 +32,8 @@ plan_goal.md are kept when it is remade.
 
     python3 bench/plan_goal.py [--results bench/results]
     python3 bench/plan_goal.py collect MODEL RATIO GRAPH.json SCHEDULE.json NOTE   (appends to plan_goal_milp.csv)
+      (rows with status "moccasin": bench/plan_moccasin.py's schedules that `dtrexec sim --plan S --staged`
+      showed to lie in Checkmate's stage space at the same cost, added by hand)
       (SCHEDULE.json: dtrexec plan's schedule, or the stderr of a checkmate-lp run that found none, or
       the --verbose log of a checkmate run that found none: its MILP solver's last dual bound)
     python3 bench/plan_goal.py dtr-planners --dtrexec build/dtrexec   (writes plan_goal_dtr.csv)
@@ -145,7 +147,8 @@ def load(results):
             if key(r["model"], r["ratio"]) not in rows:
                 continue
             x = row(r["model"], r["ratio"])
-            x.schedule(num(r["overhead"]), "checkmate-lp" if r["status"] == "rounded" else "checkmate")
+            by = {"rounded": "checkmate-lp", "moccasin": "moccasin, staged"}.get(r["status"], "checkmate")
+            x.schedule(num(r["overhead"]), by)
             x.lower(num(r["bound_overhead"]), r["note"] or "MILP bound")
             if r["status"] == "infeasible":
                 x.infeasible, x.bound_by = True, r["note"] or "MILP infeasible"
