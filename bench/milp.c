@@ -275,6 +275,20 @@ static const char *script_path(void)
 }
 
 /* Runs the solver script; 0 when it exited 0. */
+/* A signal that ends dtrexec while it waits for the solver: Ctrl-C
+ * reaches both through the terminal, but kill, timeout(1) or a batch
+ * system's SIGTERM reach dtrexec alone, and the solver would go on
+ * without its caller. It is passed on to the solver; solve_model then
+ * removes its files and ends dtrexec by the same signal. */
+static volatile sig_atomic_t caught_signal;
+static const int passed_signals[] = { SIGINT, SIGTERM, SIGHUP };
+#define N_PASSED (sizeof passed_signals / sizeof passed_signals[0])
+
+static void on_signal(int sig)
+{
+    caught_signal = sig;
+}
+
 static int run_solver(const char *lp, const char *sol, const char *start, double time_limit,
                       const struct plan_options *o, char *err, size_t err_size)
 {
@@ -300,18 +314,37 @@ static int run_solver(const char *lp, const char *sol, const char *start, double
     posix_spawn_file_actions_init(&fa);
     if (!o->verbose)
         posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    /* caught before the spawn (the solver starts with them at default) */
+    struct sigaction sa, old[N_PASSED];
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    caught_signal = 0;
+    for (size_t k = 0; k < N_PASSED; k++)
+        sigaction(passed_signals[k], &sa, &old[k]);
     int e = posix_spawnp(&pid, py, &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
+    int status, rc = 0;
     if (e) {
         snprintf(err, err_size, "cannot start %s: %s", py, strerror(e));
-        return -1;
+        rc = -1;
     }
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
+    while (!rc && waitpid(pid, &status, 0) < 0) {
         if (errno != EINTR) {
             snprintf(err, err_size, "waiting for the solver: %s", strerror(errno));
-            return -1;
+            rc = -1;
+        } else if (caught_signal) {
+            kill(pid, caught_signal);
         }
+    }
+    for (size_t k = 0; k < N_PASSED; k++)
+        sigaction(passed_signals[k], &old[k], NULL);
+    if (!rc && caught_signal) {
+        snprintf(err, err_size, "interrupted by signal %d (the solver was stopped too)", (int)caught_signal);
+        rc = -1;
+    }
+    if (rc)
+        return rc;
     if (!WIFEXITED(status) || WEXITSTATUS(status)) {
         snprintf(err, err_size, "the solver (%s %s) failed (exit %d); is highspy installed? (pip install highspy)", py,
                  script, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
@@ -572,6 +605,8 @@ static int solve_model(const struct plan_graph *g, const double *M, double budge
 done:
     unlink(st);
     remove_workdir(dir, lp, out);
+    if (caught_signal)
+        raise(caught_signal);   /* at its default action again: ends dtrexec */
     return rc;
 }
 
