@@ -264,6 +264,8 @@ struct schedule {
 };
 void schedule_init(struct schedule *s);
 void schedule_free(struct schedule *s);
+/* A deep copy of s (steps and all) in *out; -1 out of memory. */
+int schedule_copy(const struct schedule *s, struct schedule *out);
 int schedule_push(struct schedule *s, enum schedule_step_kind kind, uint32_t node, int recompute);
 
 /* Reads a schedule file (DESIGN.md "Schedule": the steps form or the
@@ -325,6 +327,10 @@ struct plan_options {
     int threads;              /* MILP/LP: 0 the solver's default */
     int verbose;              /* solver log on stderr */
     const char *keep_model;   /* when set, the LP model is written here too */
+    /* checkmate: a schedule in Checkmate's stages (sim_schedule_to_stages)
+     * offered as the MIP start when it fits and is no dearer than the others (the
+     * rounding's, the classic planners', DTR's); NULL none */
+    const struct schedule *start;
 };
 void plan_options_default(struct plan_options *o);
 enum plan_status plan_make(const struct plan_graph *g, enum plan_solver solver, uint64_t budget_bytes,

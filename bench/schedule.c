@@ -30,6 +30,18 @@ void schedule_free(struct schedule *s)
     s->n_steps = s->cap_steps = 0;
 }
 
+int schedule_copy(const struct schedule *s, struct schedule *out)
+{
+    *out = *s;
+    out->steps = NULL;
+    out->cap_steps = s->n_steps;
+    if (s->n_steps && !(out->steps = malloc((size_t)s->n_steps * sizeof *s->steps)))
+        return -1;
+    if (s->n_steps)
+        memcpy(out->steps, s->steps, (size_t)s->n_steps * sizeof *s->steps);
+    return 0;
+}
+
 int schedule_push(struct schedule *s, enum schedule_step_kind kind, uint32_t node, int recompute)
 {
     if (s->n_steps == s->cap_steps) {

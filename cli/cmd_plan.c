@@ -23,14 +23,42 @@ static void plan_usage(FILE *f)
             "  --time-limit SEC    MILP/LP solver time limit (default 600; 0: none)\n"
             "  --threads N         solver threads\n"
             "  --keep-model FILE   also write the MILP/LP model (CPLEX LP format)\n"
+            "  --start FILE        checkmate: a schedule (steps or stages form, e.g. from another\n"
+            "                      solver or an earlier run) offered as the MIP start; it must fit\n"
+            "                      the budget and map onto Checkmate's stages\n"
             "  --verbose           the solver's log on stdout\n"
             "  --json              a JSON summary on stdout\n"
             "Exit status: 0 done, 1 bad input, 2 no schedule fits the budget, 3 internal error.\n");
 }
 
+/* --start FILE: read and checked against g (exit 1 on any problem), in
+ * Checkmate's stages, and within the budget. */
+static int load_start(const char *path, const struct plan_graph *g, uint64_t budget, struct schedule *out)
+{
+    char err[600];
+    struct schedule s;
+    struct schedule_result r;
+    if (schedule_load(path, g, &s, err, sizeof err)) {
+        fprintf(stderr, "dtrexec plan: --start %s: %s\n", path, err);
+        return -1;
+    }
+    int rc = sim_schedule_to_stages(g, &s, out, err, sizeof err);
+    schedule_free(&s);
+    if (rc) {
+        fprintf(stderr, "dtrexec plan: --start %s: not mappable to Checkmate's stages: %s\n", path, err);
+        return -1;
+    }
+    if (schedule_simulate(g, out, budget, &r, err, sizeof err)) {
+        fprintf(stderr, "dtrexec plan: --start %s, in Checkmate's stages: %s\n", path, err);
+        schedule_free(out);
+        return -1;
+    }
+    return 0;
+}
+
 int cmd_plan(int argc, char **argv)
 {
-    const char *path = NULL, *out = NULL, *budget_text = NULL;
+    const char *path = NULL, *out = NULL, *budget_text = NULL, *start_path = NULL;
     enum plan_solver solver = PLAN_CHECKPOINT_ALL;
     int have_solver = 0, json = 0;
     struct plan_options o;
@@ -62,6 +90,9 @@ int cmd_plan(int argc, char **argv)
         } else if (!strcmp(a, "--keep-model") && v) {
             o.keep_model = v;
             i++;
+        } else if (!strcmp(a, "--start") && v) {
+            start_path = v;
+            i++;
         } else if (!strcmp(a, "--time-limit") && v) {
             char *end;
             o.time_limit_s = strtod(v, &end);
@@ -88,6 +119,10 @@ int cmd_plan(int argc, char **argv)
         fprintf(stderr, "dtrexec plan: %s\n", !path ? "no GRAPH given" : !have_solver ? "--solver is required"
                                                                                       : "-o SCHEDULE.json is required");
         plan_usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    if (start_path && solver != PLAN_CHECKMATE_MILP) {
+        fprintf(stderr, "dtrexec plan: --start is a MIP start: it needs --solver checkmate\n");
         return CLI_EXIT_USAGE;
     }
     char err[600];
@@ -123,6 +158,13 @@ int cmd_plan(int argc, char **argv)
         if (!budget)
             budget = 1;
     }
+    struct schedule start;
+    schedule_init(&start);
+    if (start_path && load_start(start_path, &g, budget, &start)) {
+        rc = CLI_EXIT_USAGE;
+        goto out;
+    }
+    o.start = start_path ? &start : NULL;
     enum plan_status st = plan_make(&g, solver, budget, &o, &s, err, sizeof err);
     if (st == PLAN_INFEASIBLE) {
         fprintf(stderr, "dtrexec plan: %s, %s at %llu bytes: %s\n", g.name, plan_solver_name(solver),
@@ -151,6 +193,8 @@ int cmd_plan(int argc, char **argv)
         json_write_string(stdout, g.name);
         printf(", \"solver\": \"%s\", \"status\": ", plan_solver_name(solver));
         json_write_string(stdout, s.solver.status);
+        printf(", \"backend\": ");
+        json_write_string(stdout, s.solver.backend);
         printf(", \"budget_bytes\": %llu, \"baseline_peak_bytes\": %llu, \"peak_bytes\": %llu",
                (unsigned long long)budget, (unsigned long long)base.peak_bytes, (unsigned long long)r.peak_bytes);
         printf(", \"baseline_compute\": ");
@@ -180,9 +224,12 @@ int cmd_plan(int argc, char **argv)
             printf(" (solver %.3f s)", s.solver.solve_seconds);
         if (s.solver.gap == s.solver.gap)
             printf(", optimality gap %.4g", s.solver.gap);
+        if (s.solver.backend[0])
+            printf(" [%s]", s.solver.backend);
         printf("; written to %s\n", out);
     }
 out:
+    schedule_free(&start);
     schedule_free(&s);
     plan_graph_free(&g);
     return rc;

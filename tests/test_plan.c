@@ -536,6 +536,46 @@ START_TEST(test_milp_forms_agree)
 }
 END_TEST
 
+/* --start: a schedule made elsewhere as the MIP start. The optimum given
+ * back is used (it ties the rounding's, and the user's start wins a tie)
+ * and stays optimal; starts that are wrong for the graph, above the budget
+ * or given to a heuristic are refused with exit 1. */
+START_TEST(test_milp_start)
+{
+    char out[8192], args[4096], opt[512], chain[512];
+    const char *vgg = GRAPHS "vgg16-256-train.json";
+    snprintf(chain, sizeof chain, "%s", chain_graph());
+    snprintf(opt, sizeof opt, "%s", tmp_path("start-opt.json"));
+    snprintf(args, sizeof args, "plan %s --solver chen-greedy --budget 0.9 --start %s -o %s", chain, opt,
+             tmp_path("x.json"));
+    ck_assert_int_eq(testutil_run_cli(args, out, sizeof out), 1);
+    ck_assert_msg(strstr(out, "--start is a MIP start"), "%s", out);
+    if (!have_highs())
+        return;
+    snprintf(args, sizeof args, "plan %s --solver checkmate --budget 0.86 -o %s --json", vgg, opt);
+    ck_assert_msg(testutil_run_cli(args, out, sizeof out) == 0, "%s", out);
+    const char *c = strstr(out, "\"total_compute\": ");
+    ck_assert_msg(c && strstr(out, "\"status\": \"optimal\""), "%s", out);
+    double optimum = strtod(c + strlen("\"total_compute\": "), NULL);
+    snprintf(args, sizeof args, "plan %s --solver checkmate --budget 0.86 --start %s -o %s --json", vgg, opt,
+             tmp_path("again.json"));
+    ck_assert_msg(testutil_run_cli(args, out, sizeof out) == 0, "%s", out);
+    c = strstr(out, "\"total_compute\": ");
+    ck_assert_msg(c && strtod(c + strlen("\"total_compute\": "), NULL) == optimum, "%s", out);
+    ck_assert_msg(strstr(out, "start given") && strstr(out, "\"status\": \"optimal\""), "%s", out);
+    /* above a smaller budget: refused, the step named */
+    snprintf(args, sizeof args, "plan %s --solver checkmate --budget 0.80 --start %s -o %s", vgg, opt,
+             tmp_path("x.json"));
+    ck_assert_int_eq(testutil_run_cli(args, out, sizeof out), 1);
+    ck_assert_msg(strstr(out, "above the budget") && strstr(out, "step "), "%s", out);
+    /* a schedule of another graph */
+    snprintf(args, sizeof args, "plan %s --solver checkmate --budget 0.9 --start %s -o %s", chain, opt,
+             tmp_path("x.json"));
+    ck_assert_int_eq(testutil_run_cli(args, out, sizeof out), 1);
+    ck_assert_msg(strstr(out, "--start"), "%s", out);
+}
+END_TEST
+
 START_TEST(test_cli)
 {
     char out[8192], args[4096], chain[512], sched[512];
@@ -605,6 +645,7 @@ int main(void)
     tcase_add_test(tc, test_lp_bound);
     tcase_add_test(tc, test_milp_forms_agree);
     tcase_add_test(tc, test_cli);
+    tcase_add_test(tc, test_milp_start);
     suite_add_tcase(su, tc);
     int failed = testutil_run(su);
     testutil_remove_dir(tmpdir);
