@@ -12,6 +12,14 @@ so that both see the same machine load:
   default  one hazard row per free variable, outputs never recomputed, and
            the cheapest of the rounded LP and the classic planners
            (checkpoint-all, Chen, Griewank) as the MIP start
+  cpsat-start  a portfolio: first bench/plan_moccasin.py (Moccasin's CP
+           model on CP-SAT, first computes in node order so that its
+           schedule maps onto Checkmate's stages, hinted with chen-greedy)
+           for --cpsat-time seconds, then the default MILP with that
+           schedule as its MIP start (`dtrexec plan --start`) for what is
+           left of --time-limit; CP-SAT finds near-optimal schedules fast
+           but proves no useful bound, HiGHS proves bounds but finds few
+           schedules, so each does what it is good at
 
 Per run: status, overhead of the schedule returned (its compute over one
 plain pass), the MILP's bound as an overhead, the gap, the solver's
@@ -24,7 +32,8 @@ Writes milp_speed.csv and milp_speed.md into --out.
 
     python3 bench/milp_speed.py --dtrexec build/dtrexec
         [--graphs vgg16-256-train.json:0.84,0.88 mobilenet-512-train.json:0.5 ...]
-        [--variants default,paper] [--time-limit 600] [--data ../shared/data/checkmate-graphs]
+        [--variants default,paper,cpsat-start] [--time-limit 600] [--cpsat-time 240]
+        [--data ../shared/data/checkmate-graphs]
 """
 import argparse
 import csv
@@ -39,7 +48,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-VARIANTS = {"paper": {"DTRX_MILP_FORM": "paper"}, "default": {}}
+VARIANTS = {"paper": {"DTRX_MILP_FORM": "paper"}, "default": {}, "cpsat-start": {}}
 # the budgets `dtrexec bench` used for bench/results/{vgg16,mobilenet,resnet50}.csv
 # (1.0 is left out: checkpoint-all fits, no model is solved)
 GRAPHS = ["vgg16-256-train.json:0.84,0.88,0.92,0.96", "mobilenet-512-train.json:0.25,0.35,0.5,0.7,0.85",
@@ -79,6 +88,26 @@ def baseline_compute(path):
     return sum(n.get("cost_cpu", n.get(tag or "duration", 0)) for n in g["nodes"])
 
 
+def cpsat_start(a, graph, ratio, tmp):
+    """Phase one of cpsat-start: CP-SAT's schedule (a file in tmp) and its
+    overhead, or (None, None) when it found none."""
+    hint, sched = os.path.join(tmp, "hint.json"), os.path.join(tmp, "cpsat.json")
+    for p in (hint, sched):
+        if os.path.exists(p):
+            os.unlink(p)
+    cmd = [sys.executable, os.path.join(HERE, "plan_moccasin.py"), graph, "--budget", str(ratio), "-o", sched,
+           "--dtrexec", a.dtrexec, "--time-limit", str(a.cpsat_time), "--workers", str(a.cpsat_workers),
+           "--fix-order", "topo"]
+    if subprocess.run([a.dtrexec, "plan", graph, "--solver", "chen-greedy", "--budget", str(ratio), "-o", hint],
+                      capture_output=True).returncode == 0:
+        cmd += ["--hint", hint]
+    if subprocess.run(cmd, capture_output=True, text=True).returncode or not os.path.exists(sched):
+        return None, None
+    with open(sched) as f:
+        obj = json.load(f)["solver"].get("objective")
+    return sched, (obj / baseline_compute(graph) if obj is not None else None)
+
+
 def run_one(a, graph, ratio, variant, tmp):
     out = os.path.join(tmp, "s.json")
     if os.path.exists(out):
@@ -87,15 +116,22 @@ def run_one(a, graph, ratio, variant, tmp):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     load = os.getloadavg()[0]
     t0 = time.monotonic()
+    start, start_overhead, limit = None, None, a.time_limit
+    if variant == "cpsat-start":
+        start, start_overhead = cpsat_start(a, graph, ratio, tmp)
+        limit = max(1.0, a.time_limit - (time.monotonic() - t0)) if a.time_limit > 0 else 0
+    cpsat_s = time.monotonic() - t0
     res = subprocess.run([a.dtrexec, "plan", graph, "--solver", "checkmate", "--budget", str(ratio), "-o", out,
-                          "--time-limit", str(a.time_limit), "--threads", "1", "--verbose"], capture_output=True,
-                         text=True, env=env)
+                          "--time-limit", f"{limit:.1f}", "--threads", "1", "--verbose"] +
+                         (["--start", start] if start else []), capture_output=True, text=True, env=env)
     wall = time.monotonic() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     first_bound, last_sol = log_times(res.stdout)
     row = {"graph": os.path.basename(graph), "ratio": ratio, "variant": variant, "wall_s": wall,
            "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), "load": load,
            "first_bound_s": first_bound, "last_incumbent_s": last_sol}
+    if variant == "cpsat-start":
+        row.update({"cpsat_s": cpsat_s, "cpsat_overhead": start_overhead})
     if res.returncode:
         row["status"] = "infeasible" if res.returncode == 2 else f"error {res.returncode}"
         row["note"] = res.stderr.strip().splitlines()[-1][:200] if res.stderr.strip() else ""
@@ -107,6 +143,9 @@ def run_one(a, graph, ratio, variant, tmp):
                 "overhead": sv["objective"] / base if sv.get("objective") is not None else None,
                 "bound_overhead": sv["bound"] / base if sv.get("bound") is not None else None,
                 "gap": sv.get("gap")})
+    # solve_s: the whole solve, CP-SAT's phase included
+    if variant == "cpsat-start" and row["solve_s"] is not None:
+        row["solve_s"] += cpsat_s
     return row
 
 
@@ -128,7 +167,7 @@ PUBLISHED = [
 def write_outputs(a, rows, load0, t0):
     os.makedirs(a.out, exist_ok=True)
     fields = ["graph", "ratio", "variant", "status", "overhead", "bound_overhead", "gap", "solve_s", "wall_s",
-              "cpu_s", "load", "first_bound_s", "last_incumbent_s", "backend", "note"]
+              "cpu_s", "load", "first_bound_s", "last_incumbent_s", "cpsat_s", "cpsat_overhead", "backend", "note"]
     with open(os.path.join(a.out, "milp_speed.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
@@ -147,17 +186,20 @@ def write_outputs(a, rows, load0, t0):
          "finished its root LP); gap = (objective - bound) / objective. cpu s: dtrexec and its solver process "
          "together; load: the 1-minute load average before the run (2 cores: above 2 the solver waits); "
          "1st bound s / last inc. s: HiGHS's clock at its first dual bound and at its last new incumbent "
-         "(- : none in the log; the start given is not counted)." + (f" {a.note}" if a.note else ""), "",
+         "(- : none in the log; the start given is not counted). cpsat-start: CP-SAT's phase (cp s, the "
+         "overhead of its schedule: cp) is included in solve s, wall s and cpu s; HiGHS's clock starts after it."
+         + (f" {a.note}" if a.note else ""), "",
          "## Published", ""] + [f"- {p}" for p in PUBLISHED] + ["",
          "## Measured", "",
          "| graph | ratio | variant | status | overhead | bound | gap | solve s | wall s | cpu s | load | "
-         "1st bound s | last inc. s | start |",
-         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+         "1st bound s | last inc. s | cp s | cp | start |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         L.append(f"| {r['graph']} | {r['ratio']:g} | {r['variant']} | {r['status']} | {fmt(r.get('overhead'))} | "
                  f"{fmt(r.get('bound_overhead'))} | {fmt(r.get('gap'))} | {fmt(r.get('solve_s'), '.1f')} | "
                  f"{r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['load']:.1f} | {fmt(r.get('first_bound_s'), '.1f')} | "
-                 f"{fmt(r.get('last_incumbent_s'), '.1f')} | {r.get('backend', r.get('note', ''))} |")
+                 f"{fmt(r.get('last_incumbent_s'), '.1f')} | {fmt(r.get('cpsat_s'), '.1f')} | "
+                 f"{fmt(r.get('cpsat_overhead'))} | {r.get('backend', r.get('note', ''))} |")
     with open(os.path.join(a.out, "milp_speed.md"), "w") as f:
         f.write("\n".join(L) + "\n")
 
@@ -168,7 +210,9 @@ def main():
     ap.add_argument("--graphs", nargs="+", default=GRAPHS)
     ap.add_argument("--data", default=os.path.join(HERE, "..", "..", "shared", "data", "checkmate-graphs"))
     ap.add_argument("--variants", default="default")
-    ap.add_argument("--time-limit", type=float, default=600)
+    ap.add_argument("--time-limit", type=float, default=600, help="per solve, cpsat-start's CP-SAT phase included")
+    ap.add_argument("--cpsat-time", type=float, default=240, help="cpsat-start: CP-SAT's seconds")
+    ap.add_argument("--cpsat-workers", type=int, default=2, help="cpsat-start: CP-SAT's workers")
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--note", default="", help="a sentence added to the report's header")
     ap.add_argument("--from-csv", nargs="+", metavar="CSV",
@@ -181,6 +225,9 @@ def main():
     except Exception:  # the version is only reported
         a.highs = "?"
     variants = a.variants.split(",")
+    for v in variants:
+        if v not in VARIANTS:
+            ap.error(f"--variants: unknown variant {v!r} (known: {', '.join(VARIANTS)})")
     load0, t0 = os.getloadavg()[0], time.monotonic()
     rows = []
     if a.from_csv:

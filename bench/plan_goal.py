@@ -133,7 +133,9 @@ def load(results):
     path = os.path.join(results, "milp_speed.csv")
     if os.path.exists(path):
         for r in csv.DictReader(open(path)):
-            model = r["graph"].split("-")[0]
+            # "mobilenet-512-train.json" -> mobilenet, "zoo-resnet18.json" -> resnet18
+            name = r["graph"][4:] if r["graph"].startswith("zoo-") else r["graph"]
+            model = name.split("-")[0].split(".")[0]
             if key(model, r["ratio"]) not in rows:
                 continue
             x = row(model, r["ratio"])
