@@ -328,8 +328,8 @@ struct plan_options {
     int verbose;              /* solver log on stderr */
     const char *keep_model;   /* when set, the LP model is written here too */
     /* checkmate: a schedule in Checkmate's stages (sim_schedule_to_stages)
-     * offered as the MIP start when it fits and is no dearer than the others (the
-     * rounding's, the classic planners', DTR's); NULL none */
+     * the MIP start when it fits (the LP rounding skipped; a cheaper classic
+     * or DTR start still replaces it); NULL none */
     const struct schedule *start;
 };
 void plan_options_default(struct plan_options *o);

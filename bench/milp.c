@@ -776,9 +776,9 @@ static enum plan_status dtr_start(const struct plan_graph *g, const double *M, d
     return PLAN_OK;
 }
 
-/* The caller's start (plan_options.start, already in stages), when it
- * fits the model's memory and is no dearer than *best_cost (the user's
- * choice wins a tie). */
+/* The caller's start (plan_options.start, already in stages) as the MIP
+ * start, its compute in *best_cost, when it fits the model's memory; the
+ * classic planners' and DTR's starts replace it only when cheaper. */
 static enum plan_status given_start(const struct plan_graph *g, const double *M, double budget_units,
                                     uint64_t budget_bytes, const struct schedule *start, struct schedule *best,
                                     double *best_cost, char *backend, size_t backend_size)
@@ -787,7 +787,7 @@ static enum plan_status given_start(const struct plan_graph *g, const double *M,
     struct schedule copy;
     char e[400];
     double max_u;
-    if (!start || schedule_simulate(g, start, budget_bytes, &r, e, sizeof e) || r.total_compute > *best_cost ||
+    if (!start || schedule_simulate(g, start, budget_bytes, &r, e, sizeof e) ||
         start_values(NULL, g, M, start, &max_u) || max_u > budget_units || schedule_copy(start, &copy))
         return PLAN_INFEASIBLE;
     schedule_free(best);
@@ -894,9 +894,6 @@ enum plan_status plan_checkmate(const struct plan_graph *g, uint64_t budget_byte
             lrc = PLAN_OK;
         if (dtr_start(g, M, budget_units, budget_bytes, &rounded, &lp_best, out->solver.backend,
                       sizeof out->solver.backend) == PLAN_OK)
-            lrc = PLAN_OK;
-        if (given_start(g, M, budget_units, budget_bytes, o->start, &rounded, &lp_best, out->solver.backend,
-                        sizeof out->solver.backend) == PLAN_OK)
             lrc = PLAN_OK;
     }
     if (relax) {
