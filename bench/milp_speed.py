@@ -161,7 +161,68 @@ PUBLISHED = [
     "first pages) give no per-model, per-budget table, so the comparison is against that hour per solve.",
     "Checkmate's artifact notes (github.com/parasj/checkmate, mlsys20_artifact.md): the VGG19 maximum-batch-size "
     "MILP, a harder variant with the batch size as a variable, takes \"up to 10 minutes on 12 cores\".",
+    "Checkmate's budget-sweep script, which makes the paper's budget sweeps (github.com/parasj/checkmate, "
+    "experiments/experiment_budget_sweep.py): every MILP solve gets Gurobi's TimeLimit from --ilp-time-limit, "
+    "3600 s by default, and 12 threads (4 on a machine of 12 cores or fewer), warm-started from the cheapest "
+    "baseline schedule within the budget; a solve that reaches the limit keeps its incumbent, which is plotted "
+    "like a proven one, and no gap is reported. Unless --exact-ilp-solve is given, the costs carry 1 % Gaussian "
+    "noise (eps_noise=0.01). So the published minutes per budget are at most 60, on 4-12 cores, and not every "
+    "published point need be proven optimal.",
 ]
+
+# Checkmate's per-budget time limit (experiment_budget_sweep.py's default)
+HOUR = 3600.0
+# a solver stops at its time limit, then writes its answer: a run whose wall
+# time is within 1 % over the limit ran under it
+HOUR_SLACK = 1.01
+
+
+def hour_summary(rows, cap=HOUR):
+    """Per (graph, ratio): the best run that ended within `cap` seconds of wall
+    time (Checkmate's protocol: a time limit per budget, the incumbent kept),
+    and the first proof of optimality within it. Best = proven first, then the
+    smallest gap, then the cheapest schedule. Budgets with no run within the
+    cap get run None."""
+    out = {}
+    for r in rows:
+        key = (r["graph"], r["ratio"])
+        entry = out.setdefault(key, {"graph": r["graph"], "ratio": r["ratio"], "run": None, "proof_s": None})
+        if r.get("wall_s") is None or r["wall_s"] > cap * HOUR_SLACK or r.get("overhead") is None:
+            continue
+        proven = r.get("status") == "optimal"
+        if proven and (entry["proof_s"] is None or r["wall_s"] < entry["proof_s"]):
+            entry["proof_s"] = r["wall_s"]
+        rank = (not proven, r["gap"] if r.get("gap") is not None else math.inf, r["overhead"])
+        best = entry["run"]
+        if best is None or rank < (best.get("status") != "optimal",
+                                   best["gap"] if best.get("gap") is not None else math.inf, best["overhead"]):
+            entry["run"] = r
+    return [out[k] for k in sorted(out, key=lambda k: (k[0], -k[1]))]
+
+
+def hour_lines(rows):
+    """The markdown section of hour_summary."""
+    summary = hour_summary(rows)
+    L = ["## Within Checkmate's hour per budget", "",
+         "Per budget, the best run above that ended within 3600 s of wall time (1 % over for the solver's exit), "
+         "as Checkmate's budget sweep limits each solve: `proven`: optimal within the hour, with the wall "
+         "seconds of the first proof; otherwise the schedule and the certified gap it ended with.", "",
+         "| graph | ratio | within the hour | overhead | bound | gap | wall s | variant |", "|---|---|---|---|---|---|---|---|"]
+    for e in summary:
+        r = e["run"]
+        if r is None:
+            L.append(f"| {e['graph']} | {e['ratio']:g} | no run within the hour | - | - | - | - | - |")
+            continue
+        verdict = f"proven ({e['proof_s']:.0f} s)" if e["proof_s"] is not None else "schedule, gap certified"
+        L.append(f"| {e['graph']} | {e['ratio']:g} | {verdict} | {fmt(r.get('overhead'))} | "
+                 f"{fmt(r.get('bound_overhead'))} | {fmt(r.get('gap'))} | {r['wall_s']:.1f} | {r['variant']} |")
+    proven = sum(e["proof_s"] is not None for e in summary)
+    ran = sum(e["run"] is not None for e in summary)
+    gaps = [e["run"]["gap"] for e in summary if e["run"] is not None and e["proof_s"] is None
+            and e["run"].get("gap") is not None]
+    L += ["", f"Budgets: {len(summary)}; a schedule within the hour: {ran}; proven optimal within it: {proven}"
+          + (f"; the others' gaps: {min(gaps) * 100:.2f}-{max(gaps) * 100:.2f} %." if gaps else ".")]
+    return L
 
 
 def write_outputs(a, rows, load0, t0):
@@ -200,6 +261,7 @@ def write_outputs(a, rows, load0, t0):
                  f"{r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['load']:.1f} | {fmt(r.get('first_bound_s'), '.1f')} | "
                  f"{fmt(r.get('last_incumbent_s'), '.1f')} | {fmt(r.get('cpsat_s'), '.1f')} | "
                  f"{fmt(r.get('cpsat_overhead'))} | {r.get('backend', r.get('note', ''))} |")
+    L += [""] + hour_lines(rows)
     with open(os.path.join(a.out, "milp_speed.md"), "w") as f:
         f.write("\n".join(L) + "\n")
 
