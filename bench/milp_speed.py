@@ -169,18 +169,21 @@ PUBLISHED = [
     "MILP, a harder variant with the batch size as a variable, takes \"up to 10 minutes on 12 cores\".",
     "Checkmate's budget-sweep script, which makes the paper's budget sweeps (github.com/parasj/checkmate, "
     "experiments/experiment_budget_sweep.py): every MILP solve gets Gurobi's TimeLimit from --ilp-time-limit, "
-    "3600 s by default, and 12 threads (4 on a machine of 12 cores or fewer), warm-started from the cheapest "
-    "baseline schedule within the budget; a solve that reaches the limit keeps its incumbent, which is plotted "
+    "3600 s by default, and 12 threads (4 on a machine of 12 cores or fewer), seeded with the cheapest baseline "
+    "schedule within the budget (checkmate/core/solvers/gurobi_solver.py: with a seed, Gurobi first runs 300 s "
+    "with the seed's zeros of S imposed, then the full model up to the limit; model construction is not timed); "
+    "a solve that reaches the limit keeps its incumbent, which is plotted "
     "like a proven one, and no gap is reported. Unless --exact-ilp-solve is given, the costs carry 1 % Gaussian "
     "noise (eps_noise=0.01). So the published minutes per budget are at most 60, on 4-12 cores, and not every "
     "published point need be proven optimal.",
 ]
 
-# Checkmate's per-budget time limit (experiment_budget_sweep.py's default)
-HOUR = 3600.0
-# a solver stops at its time limit, then writes its answer: a run whose wall
-# time is within 1 % over the limit ran under it
-HOUR_SLACK = 1.01
+# Checkmate's solver time per budget (experiment_budget_sweep.py's defaults,
+# gurobi_solver.py's solve()): given a seed schedule, Gurobi first runs 300 s
+# with the seed's zeros of S imposed, then up to --ilp-time-limit = 3600 s
+# more; model construction is not timed. Here a run counts when all of it,
+# CP-SAT, model writing and solving, ended within that wall time.
+HOUR = 300.0 + 3600.0
 
 
 def hour_summary(rows, cap=HOUR):
@@ -193,7 +196,7 @@ def hour_summary(rows, cap=HOUR):
     for r in rows:
         key = (r["graph"], r["ratio"])
         entry = out.setdefault(key, {"graph": r["graph"], "ratio": r["ratio"], "run": None, "proof_s": None})
-        if r.get("wall_s") is None or r["wall_s"] > cap * HOUR_SLACK or r.get("overhead") is None:
+        if r.get("wall_s") is None or r["wall_s"] > cap or r.get("overhead") is None:
             continue
         proven = r.get("status") == "optimal"
         if proven and (entry["proof_s"] is None or r["wall_s"] < entry["proof_s"]):
@@ -210,9 +213,10 @@ def hour_lines(rows):
     """The markdown section of hour_summary."""
     summary = hour_summary(rows)
     L = ["## Within Checkmate's hour per budget", "",
-         "Per budget, the best run above that ended within 3600 s of wall time (1 % over for the solver's exit), "
-         "as Checkmate's budget sweep limits each solve: `proven`: optimal within the hour, with the wall "
-         "seconds of the first proof; otherwise the schedule and the certified gap it ended with.", "",
+         f"Per budget, the best run above that ended within {HOUR:.0f} s of wall time, everything included, as "
+         "Checkmate's budget sweep limits each solve (Gurobi: 300 s with the seed schedule's zeros imposed, then "
+         "an hour; model construction untimed): `proven`: optimal within it, with the wall seconds of the first "
+         "proof; otherwise the schedule and the certified gap it ended with.", "",
          "| graph | ratio | within the hour | overhead | bound | gap | wall s | variant |", "|---|---|---|---|---|---|---|---|"]
     for e in summary:
         r = e["run"]
