@@ -251,8 +251,9 @@ def write_outputs(a, rows, load0, t0):
     L = ["# Checkmate's MILP solve times (HiGHS, one thread) next to Checkmate's published ones", "",
          f"`python3 bench/milp_speed.py {' '.join(argv)}`, {time.strftime('%Y-%m-%d %H:%M')}, "
          f"load average {load0:.1f} at the start and {os.getloadavg()[0]:.1f} at the end "
-         f"({time.monotonic() - t0:.0f} s); HiGHS {a.highs}, one thread, {a.time_limit:g} s per budget "
-         "(LP rounding and classic starts included) on the shared 2-core machine. Overheads are the schedule's "
+         f"({time.monotonic() - t0:.0f} s); HiGHS {a.highs}, one thread, "
+         + ("each run's time limit as given below" if a.from_csv else f"{a.time_limit:g} s per budget")
+         + " (LP rounding and classic starts included) on the shared 2-core machine. Overheads are the schedule's "
          "compute over one plain pass; `bound`: the MILP's lower bound as an overhead (- : HiGHS had not "
          "finished its root LP); gap = (objective - bound) / objective. cpu s: dtrexec and its solver process "
          "together; load: the 1-minute load average before the run (2 cores: above 2 the solver waits); "
