@@ -174,8 +174,8 @@ PUBLISHED = [
     "with the seed's zeros of S imposed, then the full model up to the limit; model construction is not timed); "
     "a solve that reaches the limit keeps its incumbent, which is plotted "
     "like a proven one, and no gap is reported. Unless --exact-ilp-solve is given, the costs carry 1 % Gaussian "
-    "noise (eps_noise=0.01). So the published minutes per budget are at most 60, on 4-12 cores, and not every "
-    "published point need be proven optimal.",
+    "noise (eps_noise=0.01). So the published minutes per budget are at most 65 (5 seeded, then 60), on 4-12 "
+    "cores, and not every published point need be proven optimal.",
 ]
 
 # Checkmate's solver time per budget (experiment_budget_sweep.py's defaults,
