@@ -217,7 +217,8 @@ def hour_lines(rows):
          "Checkmate's budget sweep limits each solve (Gurobi: 300 s with the seed schedule's zeros imposed, then "
          "an hour; model construction untimed): `proven`: optimal within it, with the wall seconds of the first "
          "proof; otherwise the schedule and the certified gap it ended with.", "",
-         "| graph | ratio | within the hour | overhead | bound | gap | wall s | variant |", "|---|---|---|---|---|---|---|---|"]
+         "| graph | ratio | within the hour | overhead | bound | gap | wall s | variant |",
+         "|---|---|---|---|---|---|---|---|"]
     for e in summary:
         r = e["run"]
         if r is None:
