@@ -186,6 +186,12 @@ PUBLISHED = [
 HOUR = 300.0 + 3600.0
 
 
+def run_rank(r):
+    """Sort key of runs of one budget: proven first, then the smallest gap,
+    then the cheapest schedule."""
+    return (r.get("status") != "optimal", r["gap"] if r.get("gap") is not None else math.inf, r["overhead"])
+
+
 def hour_summary(rows, cap=HOUR):
     """Per (graph, ratio): the best run that ended within `cap` seconds of wall
     time (Checkmate's protocol: a time limit per budget, the incumbent kept),
@@ -198,13 +204,9 @@ def hour_summary(rows, cap=HOUR):
         entry = out.setdefault(key, {"graph": r["graph"], "ratio": r["ratio"], "run": None, "proof_s": None})
         if r.get("wall_s") is None or r["wall_s"] > cap or r.get("overhead") is None:
             continue
-        proven = r.get("status") == "optimal"
-        if proven and (entry["proof_s"] is None or r["wall_s"] < entry["proof_s"]):
+        if r.get("status") == "optimal" and (entry["proof_s"] is None or r["wall_s"] < entry["proof_s"]):
             entry["proof_s"] = r["wall_s"]
-        rank = (not proven, r["gap"] if r.get("gap") is not None else math.inf, r["overhead"])
-        best = entry["run"]
-        if best is None or rank < (best.get("status") != "optimal",
-                                   best["gap"] if best.get("gap") is not None else math.inf, best["overhead"]):
+        if entry["run"] is None or run_rank(r) < run_rank(entry["run"]):
             entry["run"] = r
     return [out[k] for k in sorted(out, key=lambda k: (k[0], -k[1]))]
 
