@@ -165,7 +165,7 @@ struct onnx_model {
 
 /* Loading; the returned objects are owned by the caller and freed with the
  * matching _free. Subgraph attributes are loaded recursively (If/Loop/Scan).
- * Accepts IR versions 3..13 and ai.onnx opsets 7..25; every node's domain must
+ * Accepts IR versions 3..14 and ai.onnx opsets 1..28 (an operator resolves only to a version dtrexec implements); every node's domain must
  * be imported. Nodes come out topologically sorted (an If/Loop/Scan node
  * after the producers of the outer values its bodies read); unnamed nodes
  * are named "<op_type>_<index in the file>". External data is resolved

@@ -574,6 +574,19 @@ START_TEST(test_ir3_initializer_inputs)
 }
 END_TEST
 
+/* What `pip install onnx` writes today (1.23: make_model's IR 14, opset 28). */
+START_TEST(test_ir14_opset28)
+{
+    ck_assert_msg(gen_ok, "generated test data missing");
+    struct onnx_model *m = load_ok(gen_path("ir14_opset28.onnx"));
+    ck_assert_int_eq(m->ir_version, 14);
+    ck_assert_int_eq(onnx_model_opset(m, ""), 28);
+    ck_assert_int_eq(m->graph->n_initializers, 1);
+    check_w_values(&m->graph->initializers[0], 1.0f, "w");
+    onnx_model_free(m);
+}
+END_TEST
+
 START_TEST(test_symbolic_dims_and_opsets)
 {
     ck_assert_msg(gen_ok, "generated test data missing");
@@ -1107,6 +1120,7 @@ static Suite *onnx_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_external_data);
     tcase_add_test(tc, test_ir3_initializer_inputs);
+    tcase_add_test(tc, test_ir14_opset28);
     tcase_add_test(tc, test_symbolic_dims_and_opsets);
     tcase_add_test(tc, test_out_of_order_sorted);
     tcase_add_test(tc, test_every_attribute_kind);
