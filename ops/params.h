@@ -8,6 +8,16 @@
 
 #include "ops/nn-impl.h"
 
+/* ops/activation.c: HardSigmoid (alpha, beta), Elu, Celu, Swish (alpha),
+ * Selu (alpha, gamma) and their gradient kernels; unused fields are 0. */
+struct act_params {
+    float alpha, beta, gamma;
+};
+
+struct prelu_grad_params {
+    int wrt;                       /* 0: X, 1: the slope */
+};
+
 /* ops/batch_norm.c */
 struct batch_norm_params {
     float epsilon, momentum;
@@ -130,6 +140,18 @@ struct optimizer_params {
     int64_t step;
 };
 
+/* ops/logical.c: And, Or, Xor opset 1 (legacy broadcasting of B into A) */
+struct logical_params {
+    int broadcast;
+    int has_axis;
+    int64_t axis;
+};
+
+/* ops/mod.c: Mod and ModGrad */
+struct mod_params {
+    int fmod;                      /* 1: truncated (C fmod, %), 0: floored (Python %) */
+};
+
 /* ops/pad.c */
 struct pad_params {
     int mode;                      /* enum pad_mode */
@@ -234,6 +256,11 @@ struct softmax_params {
 struct transpose_params {
     int n_perm;                    /* -1: reverse the axes */
     int64_t perm[TENSOR_MAX_RANK];
+};
+
+/* ops/unary_math.c */
+struct isinf_params {
+    int detect[2];                 /* detect_negative, detect_positive */
 };
 
 /* ops/unary.c */

@@ -29,6 +29,27 @@
     X(op_erf) \
     X(op_clip) \
     X(op_not) \
+    X(op_sin) \
+    X(op_cos) \
+    X(op_sign) \
+    X(op_floor) \
+    X(op_ceil) \
+    X(op_round) \
+    X(op_isnan) \
+    X(op_isinf) \
+    X(op_hardsigmoid) \
+    X(op_hardswish) \
+    X(op_softplus) \
+    X(op_elu) \
+    X(op_selu) \
+    X(op_celu) \
+    X(op_mish) \
+    X(op_swish) \
+    X(op_prelu) \
+    X(op_mod) \
+    X(op_and) \
+    X(op_or) \
+    X(op_xor) \
     X(op_equal) \
     X(op_less) \
     X(op_greater) \
@@ -115,6 +136,16 @@
     X(op_erf_grad) \
     X(op_gelu_grad) \
     X(op_clip_grad) \
+    X(op_hardsigmoid_grad) \
+    X(op_hardswish_grad) \
+    X(op_softplus_grad) \
+    X(op_elu_grad) \
+    X(op_selu_grad) \
+    X(op_celu_grad) \
+    X(op_mish_grad) \
+    X(op_swish_grad) \
+    X(op_prelu_grad) \
+    X(op_mod_grad) \
     X(op_div_grad) \
     X(op_pow_grad) \
     X(op_max_min_grad) \

@@ -35,10 +35,14 @@ static const struct backend emu = { .kind = BACKEND_CUDA, .name = "cuda-emu", .c
                                     .copy_to_device = e_to_dev, .copy_to_host = e_to_host, .synchronize = e_sync };
 const struct backend *cuda_backend_open(char *why, size_t n) { return &emu; }
 void cuda_backend_close(const struct backend *b) {}
-extern const struct cuda_kernel_entry cuda_kernels_layout[];
+/* The family under test: layout (run.sh) or elem (run_elem.sh). */
+#ifndef EMU_FAMILY
+#define EMU_FAMILY cuda_kernels_layout
+#endif
+extern const struct cuda_kernel_entry EMU_FAMILY[];
 cuda_kernel_fn cuda_kernel_find(const char *domain, const char *name)
 {
-    for (const struct cuda_kernel_entry *e = cuda_kernels_layout; e->name; e++)
+    for (const struct cuda_kernel_entry *e = EMU_FAMILY; e->name; e++)
         if (!strcmp(e->name, name) && !strcmp(e->domain, domain ? domain : ""))
             return e->kernel;
     return NULL;
