@@ -43,6 +43,12 @@
     X(op_reduce_mean) \
     X(op_reduce_max) \
     X(op_reduce_min) \
+    X(op_reduce_prod) \
+    X(op_reduce_l1) \
+    X(op_reduce_l2) \
+    X(op_reduce_sum_square) \
+    X(op_reduce_log_sum) \
+    X(op_reduce_log_sum_exp) \
     /* nn: conv, pool, normalization, gemm/matmul */ \
     X(op_conv) \
     X(op_conv_transpose) \
@@ -76,6 +82,12 @@
     X(op_pad) \
     X(op_resize) \
     X(op_dropout) \
+    X(op_cumsum) \
+    X(op_trilu) \
+    X(op_arg_max) \
+    X(op_arg_min) \
+    X(op_topk) \
+    X(op_onehot) \
     /* recurrent and losses */ \
     X(op_lstm) \
     X(op_gru) \
@@ -121,6 +133,7 @@
     X(op_softmax_grad) \
     X(op_log_softmax_grad) \
     X(op_reduce_select_grad) \
+    X(op_reduce_ext_grad) \
     /* training: optimizer steps (domain dtrexec) */ \
     X(op_sgd_update) \
     X(op_momentum_update) \
