@@ -72,6 +72,10 @@
     X(op_slice) \
     X(op_gather) \
     X(op_gather_elements) \
+    X(op_gather_nd) \
+    X(op_scatter_nd) \
+    X(op_scatter_elements) \
+    X(op_scatter) \
     X(op_expand) \
     X(op_tile) \
     X(op_range) \
@@ -105,6 +109,8 @@
     X(op_slice_grad) \
     X(op_gather_grad) \
     X(op_gather_elements_grad) \
+    X(op_gather_nd_grad) \
+    X(op_scatter_grad) \
     X(op_pad_grad) \
     X(op_resize_grad) \
     X(op_dropout_grad) \
