@@ -55,6 +55,7 @@
     X(op_fused_conv) \
     X(op_gemm) \
     X(op_matmul) \
+    X(op_einsum) \
     X(op_max_pool) \
     X(op_average_pool) \
     X(op_global_average_pool) \
