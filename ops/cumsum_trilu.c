@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "ops/elementwise-impl.h"
+#include "ops/params.h"
 #include "ops/shape-impl.h"
 
 /* A host scalar (or 1-element tensor) of an integer type; -1 after a message. */
@@ -35,10 +36,6 @@ static int read_scalar(const struct op_call *c, const struct tensor *t, const ch
 }
 
 /* ---- CumSum ------------------------------------------------------------------ */
-
-struct cumsum_params {
-    int exclusive, reverse;
-};
 
 static int cumsum_parse(const struct onnx_node *node, int version, void **params, char *err,
                         size_t err_size)
@@ -61,10 +58,10 @@ static int cumsum_parse(const struct onnx_node *node, int version, void **params
 
 #define CUMSUM_TYPES "float, double, int32, int64, uint32, uint64"
 
-static int cumsum_axis(const struct op_call *c, int *axis)
+int cumsum_plan(const struct op_call *c, int *axis)
 {
     const struct tensor *x = c->in[0];
-    int64_t a;
+    int64_t a = 0;
     if (read_scalar(c, c->in[1], "axis", &a))
         return -1;
     *axis = op_axis(a, x->rank);
@@ -83,7 +80,7 @@ static int cumsum_infer(struct op_call *c)
         return ew_dtype_error(c, "input 0", dt, CUMSUM_TYPES);
     if (x->rank < 1)
         return op_error(c, "input 0 must have rank >= 1, got a scalar");
-    if (cumsum_axis(c, &axis))
+    if (cumsum_plan(c, &axis))
         return -1;
     struct tensor *y = c->out[0];
     *y = *x;
@@ -123,7 +120,7 @@ static int cumsum_cpu(struct op_call *c)
     const struct tensor *x = c->in[0];
     struct tensor *y = c->out[0];
     int axis;
-    if (cumsum_axis(c, &axis))
+    if (cumsum_plan(c, &axis))
         return -1;
     int64_t outer = shape_prod(x->dims, 0, axis), n = x->dims[axis];
     int64_t inner = shape_prod(x->dims, axis + 1, x->rank);
@@ -176,10 +173,6 @@ const struct op_def op_cumsum = {
 
 /* ---- Trilu ------------------------------------------------------------------- */
 
-struct trilu_params {
-    int upper;
-};
-
 static int trilu_parse(const struct onnx_node *node, int version, void **params, char *err,
                        size_t err_size)
 {
@@ -197,7 +190,7 @@ static int trilu_parse(const struct onnx_node *node, int version, void **params,
     return 0;
 }
 
-static int trilu_k(const struct op_call *c, int64_t *k)
+int trilu_plan(const struct op_call *c, int64_t *k)
 {
     *k = 0;
     if (c->n_in > 1 && c->in[1])
@@ -213,7 +206,7 @@ static int trilu_infer(struct op_call *c)
         return op_error(c, "input 0 must have rank >= 2, got %d", x->rank);
     if (onnx_dtype_size(x->dtype) == 0)
         return op_error(c, "unsupported element type %s", onnx_dtype_name(x->dtype));
-    if (trilu_k(c, &k))
+    if (trilu_plan(c, &k))
         return -1;
     struct tensor *y = c->out[0];
     *y = *x;
@@ -238,7 +231,7 @@ static int trilu_cpu(struct op_call *c)
     const struct tensor *x = c->in[0];
     struct tensor *y = c->out[0];
     int64_t k;
-    if (trilu_k(c, &k))
+    if (trilu_plan(c, &k))
         return -1;
     int64_t rows = x->dims[x->rank - 2], cols = x->dims[x->rank - 1];
     int64_t mats = shape_prod(x->dims, 0, x->rank - 2);

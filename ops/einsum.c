@@ -34,19 +34,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/einsum-impl.h"
 #include "ops/elementwise-impl.h"
 #include "ops/nn-impl.h"
+#include "ops/params.h"
 #include "ops/shape-impl.h"
 
-#define EIN_MAX_TERMS 32
+#define EIN_MAX_TERMS EINSUM_MAX_TERMS
 #define EIN_LETTERS 52
-#define EIN_MAXL (EIN_LETTERS + TENSOR_MAX_RANK)   /* letters, then ellipsis dims */
-
-struct einsum_params {
-    int n_terms;                       /* input terms */
-    char *terms[EIN_MAX_TERMS];        /* spaces removed; "..." kept */
-    char *out;                         /* NULL: implicit output */
-};
+#define EIN_MAXL EINSUM_MAXL             /* letters, then ellipsis dims */
 
 static void einsum_params_free(void *pv)
 {
@@ -326,16 +322,10 @@ static int view_has(const struct ein_view *v, int l, int64_t *stride)
     return 0;
 }
 
-/* A loop nest: axes with extents and source strides. */
-struct ein_loop {
-    int n;
-    int64_t dim[EIN_MAXL], str[EIN_MAXL];
-};
-
 /* dst (contiguous over `out`) = src summed over `sum`, in the compute type. */
 #define EIN_PACK_DEF(T, ACC, SFX)                                                        \
-    static void ein_pack_##SFX(const T *src, T *dst, const struct ein_loop *out,          \
-                               const struct ein_loop *sum)                                \
+    static void ein_pack_##SFX(const T *src, T *dst, const struct einsum_loop *out,          \
+                               const struct einsum_loop *sum)                                \
     {                                                                                     \
         int64_t n_out = 1, n_sum = 1;                                                     \
         for (int a = 0; a < out->n; a++)                                                  \
@@ -374,15 +364,17 @@ EIN_PACK_DEF(double, double, f64)
 EIN_PACK_DEF(int32_t, uint32_t, i32)
 EIN_PACK_DEF(int64_t, uint64_t, i64)
 
-static void ein_pack(int dt, const void *src, void *dst, const struct ein_loop *out,
-                     const struct ein_loop *sum)
+static int ein_pack_cpu(struct op_call *c, int dt, const void *src, void *dst, const struct einsum_loop *out,
+                        const struct einsum_loop *sum)
 {
+    (void)c;
     switch (dt) {
     case ONNX_DTYPE_FLOAT: ein_pack_f32(src, dst, out, sum); break;
     case ONNX_DTYPE_DOUBLE: ein_pack_f64(src, dst, out, sum); break;
     case ONNX_DTYPE_INT32: ein_pack_i32(src, dst, out, sum); break;
     default: ein_pack_i64(src, dst, out, sum); break;
     }
+    return 0;
 }
 
 #define EIN_IGEMM_DEF(T, W, SFX)                                                          \
@@ -406,9 +398,10 @@ EIN_IGEMM_DEF(int32_t, uint32_t, i32)
 EIN_IGEMM_DEF(int64_t, uint64_t, i64)
 
 /* C[b] (m x n, contiguous) = op(A[b]) op(B[b]) for every batch b. */
-static void ein_gemm(int dt, int64_t batch, int64_t m, int64_t n, int64_t k, const void *a, int ta,
-                     const void *b, int tb, void *cm)
+static int ein_gemm_cpu(struct op_call *c, int dt, int64_t batch, int64_t m, int64_t n, int64_t k,
+                        const void *a, int ta, const void *b, int tb, void *cm)
 {
+    (void)c;
     for (int64_t bi = 0; bi < batch && dt == ONNX_DTYPE_FLOAT; bi++)
         nn_sgemm(ta, tb, m, n, k, 1.0f, (const float *)a + bi * m * k, ta ? m : k,
                  (const float *)b + bi * k * n, tb ? k : n, 0.0f, (float *)cm + bi * m * n, n);
@@ -430,12 +423,16 @@ static void ein_gemm(int dt, int64_t batch, int64_t m, int64_t n, int64_t k, con
     } else if (dt == ONNX_DTYPE_INT64) {
         ein_igemm_i64(batch, m, n, k, a, ta, b, tb, cm);
     }
+    return 0;
 }
+
+static const struct einsum_backend ein_cpu = { .pack = ein_pack_cpu, .gemm = ein_gemm_cpu };
 
 /* ---- the evaluation ---------------------------------------------------------------------- */
 
 struct ein_run {
     struct op_call *c;
+    const struct einsum_backend *be;
     const struct ein_plan *pl;
     int dt;                                /* compute dtype */
     size_t es;
@@ -474,7 +471,7 @@ static int view_contiguous(const struct ein_run *r, const struct ein_view *v, co
 /* v packed over ord[0..n) (contiguous), every other label summed. */
 static const void *view_pack(struct ein_run *r, const struct ein_view *v, const int *ord, int n)
 {
-    struct ein_loop out = { 0 }, sum = { 0 };
+    struct einsum_loop out = { 0 }, sum = { 0 };
     int64_t elems = 1;
     for (int a = 0; a < n; a++) {
         out.dim[out.n] = r->pl->size[ord[a]];
@@ -491,8 +488,8 @@ static const void *view_pack(struct ein_run *r, const struct ein_view *v, const 
         }
     }
     void *dst = run_alloc(r, elems);
-    if (dst)
-        ein_pack(r->dt, v->data, dst, &out, &sum);
+    if (dst && r->be->pack(r->c, r->dt, v->data, dst, &out, &sum))
+        return NULL;
     return dst;
 }
 
@@ -562,8 +559,8 @@ static int contract(struct ein_run *r, const struct ein_view *a, const struct ei
     void *out = dst ? dst : run_alloc(r, B * M * N);
     if (!out)
         return -1;
-    if (B * M * N > 0)
-        ein_gemm(r->dt, B, M, N, K, pa, ta, pb, tb, out);
+    if (B * M * N > 0 && r->be->gemm(r->c, r->dt, B, M, N, K, pa, ta, pb, tb, out))
+        return -1;
     /* The result's labels and contiguous strides (broadcast extents of 1 kept as 0). */
     res->n = 0;
     res->data = out;
@@ -604,38 +601,16 @@ static int contract_order_matches(const struct ein_plan *pl, const struct ein_vi
     return 1;
 }
 
-/* Converts float16/bfloat16 to float and back around the float path. */
-static void half_to_float(int dt, const uint16_t *src, float *dst, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++)
-        dst[i] = dt == ONNX_DTYPE_FLOAT16 ? ew_f16_to_f32(src[i]) : ew_bf16_to_f32(src[i]);
-}
-
-static int einsum_cpu(struct op_call *c)
+int einsum_eval(struct op_call *c, const struct einsum_backend *be, int dtype, const void *const *data,
+                void *final)
 {
     struct ein_plan pl;
     if (einsum_plan(c, &pl))
         return -1;
-    struct tensor *y = c->out[0];
-    int dt = y->dtype, half = dt == ONNX_DTYPE_FLOAT16 || dt == ONNX_DTYPE_BFLOAT16;
-    struct ein_run r = { .c = c, .pl = &pl, .dt = half ? ONNX_DTYPE_FLOAT : dt };
-    r.es = onnx_dtype_size(r.dt);
+    struct ein_run r = { .c = c, .be = be, .pl = &pl, .dt = dtype };
+    r.es = onnx_dtype_size(dtype);
     int rc = -1;
     struct ein_view cur, nxt;
-    const void *data[EIN_MAX_TERMS];
-    for (int i = 0; i < c->n_in; i++) {
-        data[i] = c->in[i]->data;
-        if (half) {
-            float *f = run_alloc(&r, tensor_numel(c->in[i]));
-            if (!f)
-                goto done;
-            half_to_float(dt, c->in[i]->data, f, tensor_numel(c->in[i]));
-            data[i] = f;
-        }
-    }
-    void *final = half ? run_alloc(&r, tensor_numel(y)) : y->data;
-    if (!final)
-        goto done;
     view_of(&pl, 0, c->in[0], data[0], &cur);
     for (int i = 1; i < c->n_in; i++) {
         int need[EIN_MAXL] = { 0 };
@@ -654,7 +629,7 @@ static int einsum_cpu(struct op_call *c)
             goto done;
     }
     if (cur.data != final) {
-        struct ein_loop out = { 0 }, sum = { 0 };
+        struct einsum_loop out = { 0 }, sum = { 0 };
         for (int a = 0; a < pl.n_out; a++) {
             out.dim[out.n] = pl.size[pl.out[a]];
             view_has(&cur, pl.out[a], &out.str[out.n]);
@@ -669,19 +644,58 @@ static int einsum_cpu(struct op_call *c)
                 sum.str[sum.n++] = cur.str[k];
             }
         }
-        ein_pack(r.dt, cur.data, final, &out, &sum);
-    }
-    if (half) {
-        int64_t n = tensor_numel(y);
-        const float *f = final;
-        uint16_t *h = y->data;
-        for (int64_t i = 0; i < n; i++)
-            h[i] = dt == ONNX_DTYPE_FLOAT16 ? ew_f32_to_f16(f[i]) : ew_f32_to_bf16(f[i]);
+        if (be->pack(c, dtype, cur.data, final, &out, &sum))
+            goto done;
     }
     rc = 0;
 done:
     for (int i = 0; i < r.n_bufs; i++)
         c->env->scratch_free(c->env->ctx, r.bufs[i]);
+    return rc;
+}
+
+/* float16 and bfloat16 run the float path on converted copies. */
+static int einsum_cpu(struct op_call *c)
+{
+    struct tensor *y = c->out[0];
+    int dt = y->dtype, half = dt == ONNX_DTYPE_FLOAT16 || dt == ONNX_DTYPE_BFLOAT16;
+    if (!half) {
+        const void *data[EIN_MAX_TERMS];
+        for (int i = 0; i < c->n_in; i++)
+            data[i] = c->in[i]->data;
+        return einsum_eval(c, &ein_cpu, dt, data, y->data);
+    }
+    float *bufs[EIN_MAX_TERMS + 1] = { 0 };
+    const void *data[EIN_MAX_TERMS] = { 0 };
+    int rc = -1, n_bufs = 0;
+    for (int i = 0; i <= c->n_in; i++) {
+        int64_t n = i < c->n_in ? tensor_numel(c->in[i]) : tensor_numel(y);
+        size_t bytes = sizeof(float) * (size_t)(n ? n : 1);
+        bufs[i] = c->env && c->env->scratch_alloc ? c->env->scratch_alloc(c->env->ctx, bytes) : NULL;
+        if (!bufs[i]) {
+            op_error(c, "no scratch memory for %zu bytes of float copies", bytes);
+            goto done;
+        }
+        n_bufs = i + 1;
+        if (i < c->n_in) {
+            const uint16_t *h = c->in[i]->data;
+            for (int64_t j = 0; j < n; j++)
+                bufs[i][j] = dt == ONNX_DTYPE_FLOAT16 ? ew_f16_to_f32(h[j]) : ew_bf16_to_f32(h[j]);
+            data[i] = bufs[i];
+        }
+    }
+    if (einsum_eval(c, &ein_cpu, ONNX_DTYPE_FLOAT, data, bufs[c->n_in]))
+        goto done;
+    {
+        int64_t n = tensor_numel(y);
+        uint16_t *h = y->data;
+        for (int64_t j = 0; j < n; j++)
+            h[j] = dt == ONNX_DTYPE_FLOAT16 ? ew_f32_to_f16(bufs[c->n_in][j]) : ew_f32_to_bf16(bufs[c->n_in][j]);
+    }
+    rc = 0;
+done:
+    for (int i = 0; i < n_bufs; i++)
+        c->env->scratch_free(c->env->ctx, bufs[i]);
     return rc;
 }
 

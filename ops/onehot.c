@@ -15,11 +15,8 @@
 #include <string.h>
 
 #include "ops/elementwise-impl.h"
+#include "ops/params.h"
 #include "ops/shape-impl.h"
-
-struct onehot_params {
-    int64_t axis;
-};
 
 static int onehot_parse(const struct onnx_node *node, int version, void **params, char *err,
                         size_t err_size)
@@ -61,7 +58,7 @@ static int64_t read_int(const struct tensor *t, int64_t i)
 }
 
 /* Output axis and depth; -1 after a message. */
-static int onehot_plan(const struct op_call *c, int *axis, int64_t *depth)
+int onehot_plan(const struct op_call *c, int *axis, int64_t *depth)
 {
     const struct onehot_params *p = c->params;
     const struct tensor *idx = c->in[0], *d = c->in[1], *vals = c->in[2];

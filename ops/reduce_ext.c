@@ -298,15 +298,11 @@ static struct op_cost rx_cost(const struct op_call *c)
  * Inputs dy, X and (for L2, LogSum, LogSumExp, Prod) Y, with dy and Y in the
  * keepdims shape; output dX of X's shape and dtype (float or double). */
 
-struct rx_grad_params {
-    int kind;
-};
-
 static int rx_grad_parse(const struct onnx_node *node, int version, void **params, char *err,
                          size_t err_size)
 {
     (void)version;
-    struct rx_grad_params *p = ew_params_new(sizeof *p, params, err, err_size);
+    struct reduce_ext_grad_params *p = ew_params_new(sizeof *p, params, err, err_size);
     if (!p)
         return -1;
     int64_t k = onnx_node_attr_int(node, "kind", -1);
@@ -327,7 +323,7 @@ static int rx_grad_needs_y(int kind)
 
 static int rx_grad_infer(struct op_call *c)
 {
-    const struct rx_grad_params *p = c->params;
+    const struct reduce_ext_grad_params *p = c->params;
     const struct tensor *dy = c->in[0], *x = c->in[1];
     const struct tensor *y = c->n_in > 2 ? c->in[2] : NULL;
     if (x->dtype != ONNX_DTYPE_FLOAT && x->dtype != ONNX_DTYPE_DOUBLE)
@@ -388,7 +384,7 @@ RX_GRAD_DEF(double, f64)
 
 static int rx_grad_cpu(struct op_call *c)
 {
-    const struct rx_grad_params *p = c->params;
+    const struct reduce_ext_grad_params *p = c->params;
     const struct tensor *dy = c->in[0], *x = c->in[1];
     const struct tensor *y = c->n_in > 2 ? c->in[2] : NULL;
     struct tensor *dx = c->out[0];

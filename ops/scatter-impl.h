@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "ops/ops.h"
+#include "ops/params.h"
 
 enum scatter_reduction {
     SCATTER_NONE = 0,
@@ -17,11 +18,6 @@ enum scatter_reduction {
     SCATTER_MUL,
     SCATTER_MAX,
     SCATTER_MIN,
-};
-
-struct scatter_params {
-    int64_t axis;                  /* ScatterElements, Scatter */
-    int reduction;                 /* enum scatter_reduction */
 };
 
 /* Parses `reduction` ("none", "add" from opset 16, "mul" 16, "max" 18,
@@ -54,6 +50,17 @@ int scatter_nd_check(const struct op_call *c, const struct tensor *data,
                      const struct tensor *idx, const struct tensor *upd);
 int scatter_elements_check(const struct op_call *c, int axis, const struct tensor *data,
                            const struct tensor *idx, const struct tensor *upd);
+
+/* The geometry of a GatherND of data by idx (ops/scatter_gather_nd.c): b
+ * batch axes, m the tuple length, tuples per batch, elements per slice,
+ * elements per batch, data's element strides; -1 after op_error(). */
+struct scatter_nd_geom {
+    int b, m;
+    int64_t batches, per_batch, slice, batch_stride;
+    int64_t st[TENSOR_MAX_RANK];
+};
+int gather_nd_geom(const struct op_call *c, int64_t batch_dims, const struct tensor *data,
+                   const struct tensor *idx, struct scatter_nd_geom *g);
 
 /* Emits ScatterGrad for a ScatterND (elements 0) or ScatterElements /
  * Scatter (elements 1) forward call and adds its outputs to dX of data

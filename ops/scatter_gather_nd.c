@@ -147,11 +147,6 @@ static int64_t data_strides(const struct tensor *t, int64_t *st)
 
 /* ---- GatherND ----------------------------------------------------------------- */
 
-struct gather_nd_params {
-    int64_t batch_dims;
-    struct tensor target;          /* GatherNDGrad: the data's shape */
-};
-
 static int gather_nd_parse(const struct onnx_node *node, int version, void **params, char *err,
                            size_t err_size)
 {
@@ -169,16 +164,8 @@ static int gather_nd_parse(const struct onnx_node *node, int version, void **par
     return 0;
 }
 
-/* The geometry of a GatherND of data by idx: b batch axes, m the tuple
- * length, tuples per batch, slice elements. -1 after a message. */
-struct nd_geom {
-    int b, m;
-    int64_t batches, per_batch, slice, batch_stride;
-    int64_t st[TENSOR_MAX_RANK];
-};
-
-static int gather_nd_geom(const struct op_call *c, int64_t batch_dims, const struct tensor *data,
-                          const struct tensor *idx, struct nd_geom *g)
+int gather_nd_geom(const struct op_call *c, int64_t batch_dims, const struct tensor *data,
+                          const struct tensor *idx, struct scatter_nd_geom *g)
 {
     if (scatter_index_dtype(c, idx))
         return -1;
@@ -207,7 +194,7 @@ static int gather_nd_geom(const struct op_call *c, int64_t batch_dims, const str
 }
 
 /* Element offset in data of tuple t's slice; -1 after a message. */
-static int64_t nd_tuple_base(const struct op_call *c, const struct nd_geom *g,
+static int64_t nd_tuple_base(const struct op_call *c, const struct scatter_nd_geom *g,
                              const struct tensor *data, const struct tensor *idx, int64_t t)
 {
     int64_t base = (g->per_batch ? t / g->per_batch : 0) * g->batch_stride;
@@ -225,7 +212,7 @@ static int gather_nd_infer(struct op_call *c)
 {
     const struct gather_nd_params *p = c->params;
     const struct tensor *x = c->in[0], *idx = c->in[1];
-    struct nd_geom g;
+    struct scatter_nd_geom g;
     if (gather_nd_geom(c, p->batch_dims, x, idx, &g))
         return -1;
     int rank = idx->rank - 1 + x->rank - g.b - g.m;
@@ -243,7 +230,7 @@ static int gather_nd_infer(struct op_call *c)
 
 /* Every tuple's base offset (tuples of idx in order) into a new scratch
  * array; NULL after a message. */
-static int64_t *nd_bases(const struct op_call *c, const struct nd_geom *g,
+static int64_t *nd_bases(const struct op_call *c, const struct scatter_nd_geom *g,
                          const struct tensor *data, const struct tensor *idx, int64_t tuples)
 {
     size_t bytes = sizeof(int64_t) * (size_t)(tuples ? tuples : 1);
@@ -264,7 +251,7 @@ static int gather_nd_cpu(struct op_call *c)
 {
     const struct gather_nd_params *p = c->params;
     const struct tensor *x = c->in[0], *idx = c->in[1];
-    struct nd_geom g;
+    struct scatter_nd_geom g;
     if (gather_nd_geom(c, p->batch_dims, x, idx, &g))
         return -1;
     int64_t tuples = g.batches * g.per_batch;
@@ -333,7 +320,7 @@ static int gather_nd_grad_infer(struct op_call *c)
     const struct tensor *dy = c->in[0], *idx = c->in[1];
     struct tensor t = p->target;
     t.dtype = dy->dtype;
-    struct nd_geom g;
+    struct scatter_nd_geom g;
     if (dy->dtype != ONNX_DTYPE_FLOAT && dy->dtype != ONNX_DTYPE_DOUBLE)
         return op_error(c, "dy must be float or double, got %s", onnx_dtype_name(dy->dtype));
     if (gather_nd_geom(c, p->batch_dims, &t, idx, &g))
@@ -352,7 +339,7 @@ static int gather_nd_grad_cpu(struct op_call *c)
     const struct gather_nd_params *p = c->params;
     const struct tensor *dy = c->in[0], *idx = c->in[1];
     struct tensor *y = c->out[0];
-    struct nd_geom g;
+    struct scatter_nd_geom g;
     memset(y->data, 0, tensor_size_bytes(y));
     if (gather_nd_geom(c, p->batch_dims, y, idx, &g))
         return -1;
@@ -419,7 +406,7 @@ int scatter_nd_check(const struct op_call *c, const struct tensor *data,
 int scatter_nd_positions(const struct op_call *c, const struct tensor *data,
                          const struct tensor *idx, const struct tensor *upd, int64_t *pos)
 {
-    struct nd_geom g;
+    struct scatter_nd_geom g;
     memset(&g, 0, sizeof g);
     g.m = (int)idx->dims[idx->rank - 1];
     g.per_batch = shape_prod(idx->dims, 0, idx->rank - 1);
@@ -456,7 +443,7 @@ static int scatter_nd_cpu(struct op_call *c)
     struct tensor *y = c->out[0];
     if (scatter_nd_check(c, x, idx, upd) || scatter_check_dtype(c, p->reduction, x->dtype))
         return -1;
-    struct nd_geom g;
+    struct scatter_nd_geom g;
     memset(&g, 0, sizeof g);
     g.m = (int)idx->dims[idx->rank - 1];
     g.batches = 1;
@@ -503,11 +490,6 @@ const struct op_def op_scatter_nd = {
  * Inputs dy, data, indices, updates of the forward call; outputs dData and
  * dUpdates. Attributes: elements (0: ScatterND, 1: ScatterElements), axis,
  * reduction (enum scatter_reduction). */
-
-struct scatter_grad_params {
-    int elements, reduction;
-    int64_t axis;
-};
 
 static int scatter_grad_parse(const struct onnx_node *node, int version, void **params,
                               char *err, size_t err_size)

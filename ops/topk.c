@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "ops/elementwise-impl.h"
+#include "ops/params.h"
 #include "ops/shape-impl.h"
 
 #ifdef _OPENMP
@@ -41,11 +42,6 @@ static int select_dtype_ok(int dt)
 }
 
 /* ---- ArgMax and ArgMin --------------------------------------------------------- */
-
-struct arg_params {
-    int64_t axis;
-    int keepdims, last, min;
-};
 
 static int arg_parse(const struct onnx_node *node, int version, void **params, char *err,
                      size_t err_size, int min)
@@ -78,7 +74,7 @@ static int arg_min_parse(const struct onnx_node *node, int version, void **param
     return arg_parse(node, version, params, err, err_size, 1);
 }
 
-static int arg_axis(const struct op_call *c)
+int arg_plan(const struct op_call *c)
 {
     const struct arg_params *p = c->params;
     const struct tensor *x = c->in[0];
@@ -97,7 +93,7 @@ static int arg_infer(struct op_call *c)
         return ew_dtype_error(c, "input 0", x->dtype, SELECT_TYPES);
     if (x->rank < 1)
         return op_error(c, "input 0 must have rank >= 1, got a scalar");
-    int axis = arg_axis(c);
+    int axis = arg_plan(c);
     if (axis < 0)
         return -1;
     if (x->dims[axis] == 0)
@@ -153,7 +149,7 @@ static int arg_cpu(struct op_call *c)
 {
     const struct arg_params *p = c->params;
     const struct tensor *x = c->in[0];
-    int axis = arg_axis(c);
+    int axis = arg_plan(c);
     if (axis < 0)
         return -1;
     arg_fn fn = EW_LOOKUP(arg_fns, x->dtype);
@@ -201,12 +197,6 @@ const struct op_def op_arg_min = {
 
 /* ---- TopK ------------------------------------------------------------------------ */
 
-struct topk_params {
-    int64_t axis;
-    int64_t k;                     /* opset 1: the attribute */
-    int largest, sorted;
-};
-
 static int topk_parse(const struct onnx_node *node, int version, void **params, char *err,
                       size_t err_size)
 {
@@ -230,7 +220,7 @@ static int topk_parse(const struct onnx_node *node, int version, void **params, 
 }
 
 /* The axis and k of a call, checked against the input; -1 after a message. */
-static int topk_plan(const struct op_call *c, int *axis, int64_t *k)
+int topk_plan(const struct op_call *c, int *axis, int64_t *k)
 {
     const struct topk_params *p = c->params;
     const struct tensor *x = c->in[0];
