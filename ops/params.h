@@ -57,6 +57,62 @@ struct constant_params {
     size_t size_bytes;
 };
 
+/* ops/cumsum_trilu.c */
+struct cumsum_params {
+    int exclusive, reverse;
+};
+
+struct trilu_params {
+    int upper;
+};
+
+/* ops/einsum.c: the equation's terms, spaces removed, "..." kept. */
+#define EINSUM_MAX_TERMS 32
+struct einsum_params {
+    int n_terms;                   /* input terms */
+    char *terms[EINSUM_MAX_TERMS];
+    char *out;                     /* NULL: implicit output */
+};
+
+/* ops/onehot.c */
+struct onehot_params {
+    int64_t axis;
+};
+
+/* ops/reduce_ext.c: ReduceExtGrad */
+struct reduce_ext_grad_params {
+    int kind;                      /* enum rx_kind of ops/reduce_ext.c */
+};
+
+/* ops/scatter_gather_nd.c */
+struct gather_nd_params {
+    int64_t batch_dims;
+    struct tensor target;          /* GatherNDGrad: the data's shape */
+};
+
+struct scatter_params {
+    int64_t axis;                  /* ScatterElements, Scatter */
+    int reduction;                 /* enum scatter_reduction (ops/scatter-impl.h) */
+};
+
+struct scatter_grad_params {
+    int elements;                  /* 0: ScatterND, 1: ScatterElements */
+    int reduction;
+    int64_t axis;
+};
+
+/* ops/topk.c */
+struct arg_params {
+    int64_t axis;
+    int keepdims, last, min;       /* last: select_last_index; min: ArgMin */
+};
+
+struct topk_params {
+    int64_t axis;
+    int64_t k;                     /* opset 1: the attribute */
+    int largest, sorted;
+};
+
 /* ops/conv.c */
 struct conv_params {
     struct nn_window_attrs w;

@@ -64,12 +64,19 @@
     X(op_reduce_mean) \
     X(op_reduce_max) \
     X(op_reduce_min) \
+    X(op_reduce_prod) \
+    X(op_reduce_l1) \
+    X(op_reduce_l2) \
+    X(op_reduce_sum_square) \
+    X(op_reduce_log_sum) \
+    X(op_reduce_log_sum_exp) \
     /* nn: conv, pool, normalization, gemm/matmul */ \
     X(op_conv) \
     X(op_conv_transpose) \
     X(op_fused_conv) \
     X(op_gemm) \
     X(op_matmul) \
+    X(op_einsum) \
     X(op_max_pool) \
     X(op_average_pool) \
     X(op_global_average_pool) \
@@ -87,6 +94,10 @@
     X(op_slice) \
     X(op_gather) \
     X(op_gather_elements) \
+    X(op_gather_nd) \
+    X(op_scatter_nd) \
+    X(op_scatter_elements) \
+    X(op_scatter) \
     X(op_expand) \
     X(op_tile) \
     X(op_range) \
@@ -97,6 +108,12 @@
     X(op_pad) \
     X(op_resize) \
     X(op_dropout) \
+    X(op_cumsum) \
+    X(op_trilu) \
+    X(op_arg_max) \
+    X(op_arg_min) \
+    X(op_topk) \
+    X(op_onehot) \
     /* recurrent and losses */ \
     X(op_lstm) \
     X(op_gru) \
@@ -114,6 +131,8 @@
     X(op_slice_grad) \
     X(op_gather_grad) \
     X(op_gather_elements_grad) \
+    X(op_gather_nd_grad) \
+    X(op_scatter_grad) \
     X(op_pad_grad) \
     X(op_resize_grad) \
     X(op_dropout_grad) \
@@ -152,6 +171,7 @@
     X(op_softmax_grad) \
     X(op_log_softmax_grad) \
     X(op_reduce_select_grad) \
+    X(op_reduce_ext_grad) \
     /* training: optimizer steps (domain dtrexec) */ \
     X(op_sgd_update) \
     X(op_momentum_update) \
