@@ -274,6 +274,17 @@ void nn_batchnorm_training(int64_t n, int64_t ch, int64_t spatial, const float *
 void nn_layernorm_forward(int64_t rows, int64_t cols, const float *x, const float *scale,
                           const float *bias, float eps, float *y, float *mean,
                           float *inv_std);
+/* Shared by layer_norm.c and rms_norm.c (whose params start as struct
+ * layer_norm_params): rows = prod X.shape[:axis], cols = prod X.shape[axis:],
+ * norm gets the dims X.shape[axis:]; the check that Scale/B (float32)
+ * broadcast to it; and Scale/B as `cols` contiguous floats (t itself, or
+ * broadcast into dst). */
+int nn_norm_split(const struct op_call *c, int *axis, int64_t *rows, int64_t *cols,
+                  struct tensor *norm);
+int nn_norm_check_param(const struct op_call *c, const struct tensor *t, const char *what,
+                        const struct tensor *norm);
+const float *nn_norm_expand(const struct tensor *t, const struct tensor *norm, int64_t cols,
+                            float *dst);
 
 /* ---- small GEMM wrappers (gemm.c) --------------------------------------- */
 
