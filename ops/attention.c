@@ -81,37 +81,19 @@ static int att_parse(const struct onnx_node *node, int version, void **params,
     return 0;
 }
 
-/* The geometry of one call. Strides are in elements, per batch (b), head
- * (h) and sequence position (s) of every operand; rows of one head are
- * contiguous (the head size runs last in both layouts). */
-struct att_layout {
-    int64_t sb, sh, ss;
-};
-
-struct att_geom {
-    int64_t b, hq, hkv, sq, skv, past, t, d, dv;
-    int rank3;
-    struct att_layout q, k, v, pk, pv, y, prk, prv;
-    /* the mask: its strides against [B, Hq, Sq] (0 where broadcast) and its
-     * length along the keys; mask_len 0: no mask */
-    int mask_bool;
-    int64_t mask_len, m_sb, m_sh, m_ss;
-    float scale;
-};
-
-static struct att_layout layout4(int64_t h, int64_t s, int64_t d)
+static struct nn_att_layout layout4(int64_t h, int64_t s, int64_t d)
 {
-    return (struct att_layout){ .sb = h * s * d, .sh = s * d, .ss = d };
+    return (struct nn_att_layout){ .sb = h * s * d, .sh = s * d, .ss = d };
 }
 
-static struct att_layout layout3(int64_t h, int64_t s, int64_t d)
+static struct nn_att_layout layout3(int64_t h, int64_t s, int64_t d)
 {
-    return (struct att_layout){ .sb = s * h * d, .sh = d, .ss = h * d };
+    return (struct nn_att_layout){ .sb = s * h * d, .sh = d, .ss = h * d };
 }
 
 /* in: Q, K, V, attn_mask, past_key, past_value, nonpad_kv_seqlen (the
  * optional ones NULL when omitted). */
-static int att_geom_get(const struct op_call *c, const struct tensor *const *in, struct att_geom *g)
+static int att_geom_in(const struct op_call *c, const struct tensor *const *in, struct nn_att_geom *g)
 {
     const struct attention_params *p = c->params;
     const struct tensor *q = in[ATT_Q], *k = in[ATT_K], *v = in[ATT_V];
@@ -235,12 +217,19 @@ static void att_inputs(const struct op_call *c, int first, const struct tensor *
         in[i] = first + i < c->n_in ? c->in[first + i] : NULL;
 }
 
+int nn_attention_geom(const struct op_call *c, int first, struct nn_att_geom *g)
+{
+    const struct tensor *in[ATT_N_IN];
+    att_inputs(c, first, in);
+    return att_geom_in(c, in, g);
+}
+
 static int att_infer(struct op_call *c)
 {
     const struct tensor *in[ATT_N_IN];
     att_inputs(c, 0, in);
-    struct att_geom g;
-    if (att_geom_get(c, in, &g))
+    struct nn_att_geom g;
+    if (att_geom_in(c, in, &g))
         return -1;
     struct tensor *y = c->out[0];
     y->dtype = ONNX_DTYPE_FLOAT;
@@ -270,8 +259,8 @@ static struct op_cost att_cost(const struct op_call *c)
     const struct tensor *in[ATT_N_IN];
     att_inputs(c, 0, in);
     struct op_cost cost = cost_memory(c);
-    struct att_geom g;
-    if (att_geom_get(c, in, &g) == 0)
+    struct nn_att_geom g;
+    if (att_geom_in(c, in, &g) == 0)
         cost.flops = 2.0 * (double)(g.b * g.hq) * (double)g.sq * (double)g.t * (double)(g.d + g.dv)
                    + 6.0 * (double)(g.b * g.hq) * (double)g.sq * (double)g.t;
     return cost;
@@ -281,7 +270,7 @@ static struct op_cost att_cost(const struct op_call *c)
 
 /* What a task reads: the geometry and the operands' data. */
 struct att_data {
-    const struct att_geom *g;
+    const struct nn_att_geom *g;
     const struct attention_params *p;
     const float *q, *k, *v, *pk, *pv;
     const void *mask;
@@ -291,7 +280,7 @@ struct att_data {
 /* The additive bias of query i and key j of batch b, head h. */
 static float att_bias(const struct att_data *a, int64_t b, int64_t h, int64_t i, int64_t j)
 {
-    const struct att_geom *g = a->g;
+    const struct nn_att_geom *g = a->g;
     const struct attention_params *p = a->p;
     float bias = 0.0f;
     if (g->mask_len) {
@@ -317,7 +306,7 @@ static float att_bias(const struct att_data *a, int64_t b, int64_t h, int64_t i,
 /* s[Sq, T] = scale * Q_bh K_all^T for query head h (key head h / group). */
 static void att_scores(const struct att_data *a, int64_t b, int64_t h, float *s)
 {
-    const struct att_geom *g = a->g;
+    const struct nn_att_geom *g = a->g;
     int64_t kh = h / (g->hq / g->hkv);
     const float *qm = a->q + b * g->q.sb + h * g->q.sh;
     if (g->past)
@@ -333,7 +322,7 @@ static void att_scores(const struct att_data *a, int64_t b, int64_t h, float *s)
 static void att_softmax_row(const struct att_data *a, int64_t b, int64_t h, int64_t i, float *s,
                             float *capped, float *qk)
 {
-    const struct att_geom *g = a->g;
+    const struct nn_att_geom *g = a->g;
     const struct attention_params *p = a->p;
     const int64_t t = g->t;
     const float cap = p->softcap;
@@ -367,7 +356,7 @@ static void att_softmax_row(const struct att_data *a, int64_t b, int64_t h, int6
         memcpy(qk, s, sizeof(float) * (size_t)t);
 }
 
-static void att_data_of(const struct op_call *c, const struct tensor *const *in, const struct att_geom *g,
+static void att_data_of(const struct op_call *c, const struct tensor *const *in, const struct nn_att_geom *g,
                         struct att_data *a)
 {
     *a = (struct att_data){
@@ -379,9 +368,9 @@ static void att_data_of(const struct op_call *c, const struct tensor *const *in,
 }
 
 /* Copies rows of `width` floats: present = past then the new keys/values. */
-static void att_present(const struct att_geom *g, int64_t width, const float *past,
-                        const struct att_layout *lp, const float *cur, const struct att_layout *lc,
-                        const struct att_layout *lo, float *out)
+static void att_present(const struct nn_att_geom *g, int64_t width, const float *past,
+                        const struct nn_att_layout *lp, const float *cur, const struct nn_att_layout *lc,
+                        const struct nn_att_layout *lo, float *out)
 {
     for (int64_t b = 0; b < g->b; b++)
         for (int64_t h = 0; h < g->hkv; h++)
@@ -403,8 +392,8 @@ static int att_cpu(struct op_call *c)
 {
     const struct tensor *in[ATT_N_IN];
     att_inputs(c, 0, in);
-    struct att_geom g;
-    if (att_geom_get(c, in, &g))
+    struct nn_att_geom g;
+    if (att_geom_in(c, in, &g))
         return -1;
     struct att_data a;
     att_data_of(c, in, &g, &a);
@@ -507,8 +496,8 @@ static int att_grad_infer(struct op_call *c)
 {
     const struct tensor *in[ATT_N_IN];
     att_inputs(c, AG_Q, in);
-    struct att_geom g;
-    if (att_geom_get(c, in, &g))
+    struct nn_att_geom g;
+    if (att_geom_in(c, in, &g))
         return -1;
     char d1[128], d2[128];
     const struct tensor *dy = c->in[AG_DY];
@@ -545,8 +534,8 @@ static struct op_cost att_grad_cost(const struct op_call *c)
     const struct tensor *in[ATT_N_IN];
     att_inputs(c, AG_Q, in);
     struct op_cost cost = cost_memory(c);
-    struct att_geom g;
-    if (att_geom_get(c, in, &g) == 0)
+    struct nn_att_geom g;
+    if (att_geom_in(c, in, &g) == 0)
         cost.flops = 2.0 * (double)(g.b * g.hq) * (double)g.sq * (double)g.t * (2.0 * (double)g.d
                    + 3.0 * (double)g.dv) + 10.0 * (double)(g.b * g.hq) * (double)g.sq * (double)g.t;
     return cost;
@@ -554,9 +543,9 @@ static struct op_cost att_grad_cost(const struct op_call *c)
 
 /* The dK/dV (or dPastKey/dPastValue) rows of one (batch, key head) start
  * from dPresent (or zero), so the products below can all accumulate. */
-static void att_grad_init(const struct att_geom *g, int64_t b, int64_t kh, int64_t width,
-                          const float *dpresent, const struct att_layout *lpr, float *dpast,
-                          const struct att_layout *lp, float *dcur, const struct att_layout *lc)
+static void att_grad_init(const struct nn_att_geom *g, int64_t b, int64_t kh, int64_t width,
+                          const float *dpresent, const struct nn_att_layout *lpr, float *dpast,
+                          const struct nn_att_layout *lp, float *dcur, const struct nn_att_layout *lc)
 {
     for (int64_t s = 0; s < g->t; s++) {
         float *dst = s < g->past ? (dpast ? dpast + b * lp->sb + kh * lp->sh + s * lp->ss : NULL)
@@ -574,8 +563,8 @@ static int att_grad_cpu(struct op_call *c)
 {
     const struct tensor *in[ATT_N_IN];
     att_inputs(c, AG_Q, in);
-    struct att_geom g;
-    if (att_geom_get(c, in, &g))
+    struct nn_att_geom g;
+    if (att_geom_in(c, in, &g))
         return -1;
     struct att_data a;
     att_data_of(c, in, &g, &a);

@@ -52,13 +52,8 @@ static int gn_parse(const struct onnx_node *node, int version, void **params,
     return 0;
 }
 
-/* Batch, channels, groups and spatial size of X, with Scale/B checked. */
-struct gn_dims {
-    int64_t n, ch, groups, spatial;
-};
-
-static int gn_dims_get(const struct op_call *c, const struct tensor *x, const struct tensor *s,
-                       const struct tensor *b, struct gn_dims *d)
+int nn_group_norm_dims(const struct op_call *c, const struct tensor *x, const struct tensor *s,
+                       const struct tensor *b, struct nn_gn_dims *d)
 {
     const struct group_norm_params *p = c->params;
     char d1[128];
@@ -93,8 +88,8 @@ static int gn_dims_get(const struct op_call *c, const struct tensor *x, const st
 
 static int gn_infer(struct op_call *c)
 {
-    struct gn_dims d;
-    if (gn_dims_get(c, c->in[0], c->in[1], c->in[2], &d))
+    struct nn_gn_dims d;
+    if (nn_group_norm_dims(c, c->in[0], c->in[1], c->in[2], &d))
         return -1;
     *c->out[0] = *c->in[0];
     c->out[0]->data = NULL;
@@ -127,8 +122,8 @@ static void gn_row_stats(const float *x, int64_t len, float eps, float *mean, fl
 static int gn_cpu(struct op_call *c)
 {
     const struct group_norm_params *p = c->params;
-    struct gn_dims d;
-    if (gn_dims_get(c, c->in[0], c->in[1], c->in[2], &d))
+    struct nn_gn_dims d;
+    if (nn_group_norm_dims(c, c->in[0], c->in[1], c->in[2], &d))
         return -1;
     const float *x = c->in[0]->data, *scale = c->in[1]->data, *bias = c->in[2]->data;
     float *y = c->out[0]->data;
@@ -204,8 +199,8 @@ static int gn_grad_infer(struct op_call *c)
     if (dy->dtype != ONNX_DTYPE_FLOAT || !tensor_same_shape(dy, x))
         return op_error(c, "dY %s and X %s must be float32 of one shape",
                         tensor_describe(dy, d1, sizeof d1), tensor_describe(x, d2, sizeof d2));
-    struct gn_dims d;
-    if (gn_dims_get(c, x, c->in[2], NULL, &d))
+    struct nn_gn_dims d;
+    if (nn_group_norm_dims(c, x, c->in[2], NULL, &d))
         return -1;
     *c->out[0] = *x;
     c->out[0]->data = NULL;
@@ -227,9 +222,9 @@ static struct op_cost gn_grad_cost(const struct op_call *c)
 static int gn_grad_cpu(struct op_call *c)
 {
     const struct group_norm_params *p = c->params;
-    struct gn_dims d;
+    struct nn_gn_dims d;
     const struct tensor *x = c->in[1];
-    if (gn_dims_get(c, x, c->in[2], NULL, &d))
+    if (nn_group_norm_dims(c, x, c->in[2], NULL, &d))
         return -1;
     const int64_t cpg = d.ch / d.groups, len = cpg * d.spatial, rows = d.n * d.groups;
     const int per_group = p->scale_per_group;

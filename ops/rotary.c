@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "ops/ops.h"
+#include "ops/nn-impl.h"
 #include "ops/params.h"
 
 static int rope_parse(const struct onnx_node *node, int version, void **params,
@@ -43,14 +43,7 @@ static int rope_parse(const struct onnx_node *node, int version, void **params,
     return 0;
 }
 
-/* The geometry of one call: every head of every token is `d` values at
- * x + b * sb + s * ss + h * sh, of which the first `rd` rotate. */
-struct rope_dims {
-    int64_t b, s, h, d, rd;
-    int64_t sb, ss, sh;
-};
-
-static int rope_dims_get(const struct op_call *c, struct rope_dims *g)
+int nn_rope_dims(const struct op_call *c, struct nn_rope_dims *g)
 {
     const struct rotary_params *p = c->params;
     const struct tensor *x = c->in[0], *cs = c->in[1], *sn = c->in[2];
@@ -110,8 +103,8 @@ static int rope_dims_get(const struct op_call *c, struct rope_dims *g)
 
 static int rope_infer(struct op_call *c)
 {
-    struct rope_dims g;
-    if (rope_dims_get(c, &g))
+    struct nn_rope_dims g;
+    if (nn_rope_dims(c, &g))
         return -1;
     *c->out[0] = *c->in[0];
     c->out[0]->data = NULL;
@@ -128,8 +121,8 @@ static struct op_cost rope_cost(const struct op_call *c)
 static int rope_cpu(struct op_call *c)
 {
     const struct rotary_params *p = c->params;
-    struct rope_dims g;
-    if (rope_dims_get(c, &g))
+    struct nn_rope_dims g;
+    if (nn_rope_dims(c, &g))
         return -1;
     const struct tensor *pt = c->n_in > 3 ? c->in[3] : NULL;
     const int64_t *pos = pt ? pt->data : NULL;
