@@ -1,4 +1,4 @@
-/* ops/attention.c — Attention (opset 23, 24, 25), float32: scaled dot-product
+/* ops/attention.c — Attention (opset 23, 24, 25): scaled dot-product
  * attention as PyTorch's exporter emits it for scaled_dot_product_attention,
  * Y = softmax(softcap(scale * Q K^T) + bias) V per batch and query head.
  *
@@ -16,7 +16,9 @@
  * is -inf for every key gets zero probabilities and a zero output row.
  * qk_matmul_output is the scores before softcap (mode 0), after it (1),
  * with the bias (2) or the probabilities (3). softmax_precision is accepted
- * and the softmax computed in float32.
+ * and the softmax computed in float32. float32 throughout; float16 and
+ * bfloat16 inputs are widened to float32 and the outputs rounded back (CPU
+ * only; the gradient is float32 only).
  *
  * One task per (batch, query head), one thread each: the two products go
  * through nn_sgemm (gemm.c) reading Q, K, V in place with their row strides

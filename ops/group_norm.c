@@ -3,7 +3,8 @@
  * the statistics are taken per instance and group of C / G channels
  * (InstanceNormalization: one group per channel), y = (x - mean) * inv_std *
  * scale[c] + bias[c]. GroupNormalization-18 has Scale and B per group
- * (shape [G]), 21 per channel ([C]); stash_type 1 (float32) only.
+ * (shape [G]), 21 per channel ([C]; also accepted under 18, as some
+ * exporters wrote it); stash_type 1 (float32) only.
  *
  * A group of one instance is a contiguous row of (C / G) * spatial values:
  * mean and biased variance by two passes in double, in a fixed order, rows
@@ -70,7 +71,11 @@ int nn_group_norm_dims(const struct op_call *c, const struct tensor *x, const st
     if (d->ch % d->groups)
         return op_error(c, "num_groups %lld does not divide the %lld channels", (long long)d->groups,
                         (long long)d->ch);
-    int64_t want = p->scale_per_group ? d->groups : d->ch;
+    /* GroupNormalization-18's Scale/B are per group; exporters that wrote
+     * per-channel ones under opset 18 (before 21 fixed the spec) are read
+     * as 21 — the shape says which, except when G == C, where both agree */
+    d->per_group = p->scale_per_group && !(s && s->rank == 1 && s->dims[0] == d->ch);
+    int64_t want = d->per_group ? d->groups : d->ch;
     const struct tensor *pt[2] = { s, b };
     const char *names[2] = { "scale", "bias" };
     for (int i = 0; i < 2; i++) {
@@ -80,7 +85,7 @@ int nn_group_norm_dims(const struct op_call *c, const struct tensor *x, const st
             return op_error(c, "%s must be float32, got %s", names[i], onnx_dtype_name(pt[i]->dtype));
         if (pt[i]->rank != 1 || pt[i]->dims[0] != want)
             return op_error(c, "%s must be [%lld] (one per %s), got %s", names[i], (long long)want,
-                            p->scale_per_group ? "group" : "channel",
+                            d->per_group ? "group" : "channel",
                             tensor_describe(pt[i], d1, sizeof d1));
     }
     return 0;
@@ -128,7 +133,7 @@ static int gn_cpu(struct op_call *c)
     const float *x = c->in[0]->data, *scale = c->in[1]->data, *bias = c->in[2]->data;
     float *y = c->out[0]->data;
     const int64_t cpg = d.ch / d.groups, len = cpg * d.spatial, rows = d.n * d.groups;
-    const int per_group = p->scale_per_group;
+    const int per_group = d.per_group;
 #pragma omp parallel for schedule(static) if (rows * len > 32768)
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * len;
@@ -227,7 +232,7 @@ static int gn_grad_cpu(struct op_call *c)
     if (nn_group_norm_dims(c, x, c->in[2], NULL, &d))
         return -1;
     const int64_t cpg = d.ch / d.groups, len = cpg * d.spatial, rows = d.n * d.groups;
-    const int per_group = p->scale_per_group;
+    const int per_group = d.per_group;
     size_t need = sizeof(double) * 2 * (size_t)(d.n * d.ch);
     double *part = nn_scratch_alloc(c, need);
     if (!part)

@@ -325,6 +325,7 @@ int nn_rope_dims(const struct op_call *c, struct nn_rope_dims *g);
  * [n, ch, spatial...] (Scale and B checked when not NULL). */
 struct nn_gn_dims {
     int64_t n, ch, groups, spatial;
+    int per_group;                     /* Scale/B of shape [groups], else [ch] */
 };
 int nn_group_norm_dims(const struct op_call *c, const struct tensor *x, const struct tensor *s,
                        const struct tensor *b, struct nn_gn_dims *d);

@@ -106,7 +106,7 @@ static int cuda_group_norm(struct op_call *c)
     if (nn_group_norm_dims(c, c->in[0], c->in[1], c->in[2], &d))
         return -1;
     CUDA_TRY(c, norm_cuda_gn_forward(norm_stream(c), d.n, d.ch, d.groups, d.spatial, c->in[0]->data,
-                                     c->in[1]->data, c->in[2]->data, p->scale_per_group, p->epsilon,
+                                     c->in[1]->data, c->in[2]->data, d.per_group, p->epsilon,
                                      c->out[0]->data));
     return 0;
 }
@@ -121,7 +121,7 @@ static int cuda_group_norm_grad(struct op_call *c)
     if (norm_scratch(c, sizeof(double) * 2 * (size_t)(d.n * d.ch), "group-norm gradient sums", (void **)&part))
         return -1;
     cudaError_t e = norm_cuda_gn_backward(norm_stream(c), d.n, d.ch, d.groups, d.spatial, c->in[0]->data,
-                                          c->in[1]->data, c->in[2]->data, p->scale_per_group, p->epsilon,
+                                          c->in[1]->data, c->in[2]->data, d.per_group, p->epsilon,
                                           c->out[0]->data, c->n_out > 1 && c->out[1] ? c->out[1]->data : NULL,
                                           c->n_out > 2 && c->out[2] ? c->out[2]->data : NULL, part);
     nn_scratch_free(c, part);

@@ -222,6 +222,8 @@ gn("21_g1_1d", rand(3, 6, 5), 1, True, 21, epsilon=1e-3)
 gn("21_per_channel_groups", rand(2, 3, 4), 3, True, 21)
 gn("18_per_group", rand(2, 6, 2, 3), 3, False, 18)
 gn("21_3d", rand(1, 4, 2, 3, 2), 2, True, 21)
+# opset 18 with per-channel Scale/B, as exporters wrote before 21 fixed the spec
+gn("18_per_channel_legacy", rand(2, 4, 3), 2, True, 18)
 case("instancenorm_2d", single_op("InstanceNormalization", [("x", rand(2, 3, 4, 3)), ("s", rand(3, low=0.5, high=1.5)),
                                                            ("b", rand(3))], opset=22))
 case("instancenorm_1d_opset17", single_op("InstanceNormalization", [("x", rand(3, 2, 5)), ("s", rand(2, low=0.5, high=1.5)),
