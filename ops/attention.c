@@ -659,14 +659,17 @@ static int att_grad_cpu(struct op_call *c)
     if (tasks == 0)
         return 0;
     const int nt = att_threads(tasks);
-    size_t need = sizeof(float) * 3 * (size_t)per * (size_t)nt;
+    /* P and dP per thread, and the capped scores when softcap needs them */
+    const size_t mats = cap > 0.0f ? 3 : 2;
+    size_t need = sizeof(float) * mats * (size_t)per * (size_t)nt;
     float *scratch = nn_scratch_alloc(c, need);
     if (!scratch)
         return op_error(c, "cannot get %zu bytes of scratch for the probabilities", need);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t task = 0; task < tasks; task++) {
         int64_t b = task / g.hkv, kh = task % g.hkv;
-        float *pm = scratch + (size_t)omp_get_thread_num() * 3 * (size_t)per, *cm = pm + per, *dpm = cm + per;
+        float *pm = scratch + (size_t)omp_get_thread_num() * mats * (size_t)per, *dpm = pm + per;
+        float *cm = mats == 3 ? dpm + per : NULL;
         const float *km = a.k + b * g.k.sb + kh * g.k.sh, *vm = a.v + b * g.v.sb + kh * g.v.sh;
         const float *pkm = g.past ? a.pk + b * g.pk.sb + kh * g.pk.sh : NULL;
         const float *pvm = g.past ? a.pv + b * g.pv.sb + kh * g.pv.sh : NULL;
@@ -687,7 +690,7 @@ static int att_grad_cpu(struct op_call *c)
             const float *dym = dy + b * g.y.sb + h * g.y.sh;
             att_scores(&a, b, h, pm);
             for (int64_t i = 0; i < g.sq; i++)
-                att_softmax_row(&a, b, h, i, pm + i * g.t, cm + i * g.t, NULL);
+                att_softmax_row(&a, b, h, i, pm + i * g.t, cm ? cm + i * g.t : NULL, NULL);
             /* dP = dY V_all^T */
             if (g.past)
                 nn_sgemm(0, 1, g.sq, g.past, g.dv, 1.0f, dym, g.y.ss, pvm, g.pv.ss, 0.0f, dpm, g.t);
@@ -699,7 +702,7 @@ static int att_grad_cpu(struct op_call *c)
                 nn_sgemm(1, 0, g.skv, g.dv, g.sq, 1.0f, pm + g.past, g.t, dym, g.y.ss, 1.0f, dvm, g.v.ss);
             /* dP -> dS in place */
             for (int64_t i = 0; i < g.sq; i++) {
-                float *pr = pm + i * g.t, *dr = dpm + i * g.t, *cr = cm + i * g.t;
+                float *pr = pm + i * g.t, *dr = dpm + i * g.t, *cr = cm ? cm + i * g.t : NULL;
                 float dot = 0.0f;
                 for (int64_t j = 0; j < g.t; j++)
                     dot += pr[j] * dr[j];
