@@ -214,6 +214,15 @@ struct resize_params {
     int nearest;                   /* enum resize_nearest */
     int n_axes;                    /* -1: all axes */
     int64_t axes[TENSOR_MAX_RANK];
+    /* The separable path of ops/resize_general.c: cubic, antialias,
+     * tf_crop_and_resize and exclude_outside (general = 1); the 2-tap
+     * kernels of resize.c take the rest. */
+    int general;
+    int cubic;                     /* mode cubic */
+    double cubic_a;                /* cubic_coeff_a */
+    int antialias, exclude_outside;
+    float extrapolation;           /* tf_crop_and_resize outside the roi */
+    int policy;                    /* keep_aspect_ratio_policy: 0 stretch, 1 not_larger, 2 not_smaller */
 };
 
 struct resize_grad_params {

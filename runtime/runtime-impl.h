@@ -163,6 +163,14 @@ struct rt_dim_binding {
 
 struct dtrx_session {
     struct onnx_model *model;
+    /* float16/bfloat16 models run in float32 (onnx/half.c): what was
+     * widened, and per top-level input and output its type in the file
+     * (FLOAT16 or BFLOAT16; 0 where it was not half). Inputs are accepted in
+     * that type (or float) and outputs handed out in it, from output_narrow. */
+    struct onnx_widening *widening;
+    int *input_half;
+    int *output_half;
+    void **output_narrow;
     struct dtrx_options opts;
 
     int n_values;

@@ -667,7 +667,7 @@ enum dtrx_status dtrx_session_save(struct dtrx_session *s, const char *path)
         }
     }
     char err[1024];
-    if (onnx_model_save(s->model, path, err, sizeof err))
+    if (onnx_model_save_narrowed(s->model, s->widening, path, err, sizeof err))
         return rt_fail(DTRX_ERR_INPUT, "%s", err);
     return DTRX_OK;
 }
