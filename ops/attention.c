@@ -16,9 +16,8 @@
  * is -inf for every key gets zero probabilities and a zero output row.
  * qk_matmul_output is the scores before softcap (mode 0), after it (1),
  * with the bias (2) or the probabilities (3). softmax_precision is accepted
- * and the softmax computed in float32. float32 throughout; float16 and
- * bfloat16 inputs are widened to float32 and the outputs rounded back (CPU
- * only; the gradient is float32 only).
+ * and the softmax computed in float32. float32 only: float16 and bfloat16
+ * models are widened to float32 at load (onnx/half.c).
  *
  * One task per (batch, query head), one thread each: the two products go
  * through nn_sgemm (gemm.c) reading Q, K, V in place with their row strides
@@ -34,7 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/elementwise-impl.h"
 #include "ops/nn-impl.h"
 #include "ops/params.h"
 
@@ -104,12 +102,11 @@ static int att_geom_in(const struct op_call *c, const struct tensor *const *in, 
     const struct tensor *np = in[ATT_NONPAD];
     char d1[128], d2[128], d3[128];
     memset(g, 0, sizeof *g);
-    int dt = q->dtype;
-    if ((dt != ONNX_DTYPE_FLOAT && dt != ONNX_DTYPE_FLOAT16 && dt != ONNX_DTYPE_BFLOAT16) || k->dtype != dt
-        || v->dtype != dt)
-        return op_error(c, "Q, K and V must be all float32, all float16 or all bfloat16, got %s, %s, %s",
-                        onnx_dtype_name(q->dtype), onnx_dtype_name(k->dtype), onnx_dtype_name(v->dtype));
-    g->dtype = dt;
+    /* float16/bfloat16 models are widened to float32 at load (onnx/half.c) */
+    const int dt = ONNX_DTYPE_FLOAT;
+    if (q->dtype != dt || k->dtype != dt || v->dtype != dt)
+        return op_error(c, "only float32 is supported, got Q %s, K %s, V %s", onnx_dtype_name(q->dtype),
+                        onnx_dtype_name(k->dtype), onnx_dtype_name(v->dtype));
     if (q->rank != k->rank || q->rank != v->rank || (q->rank != 3 && q->rank != 4))
         return op_error(c, "Q %s, K %s and V %s must all be 3-D or all 4-D",
                         tensor_describe(q, d1, sizeof d1), tensor_describe(k, d2, sizeof d2),
@@ -161,7 +158,7 @@ static int att_geom_in(const struct op_call *c, const struct tensor *const *in, 
         if (pk->dtype != dt || pv->dtype != dt || pk->rank != 4 || pv->rank != 4
             || pk->dims[0] != g->b || pk->dims[1] != g->hkv || pk->dims[3] != g->d || pv->dims[0] != g->b
             || pv->dims[1] != g->hkv || pv->dims[2] != pk->dims[2] || pv->dims[3] != g->dv)
-            return op_error(c, "past_key %s and past_value %s must be Q's type, [%lld, %lld, past, %lld] "
+            return op_error(c, "past_key %s and past_value %s must be float32 [%lld, %lld, past, %lld] "
                             "and [%lld, %lld, past, %lld]", tensor_describe(pk, d1, sizeof d1),
                             tensor_describe(pv, d2, sizeof d2), (long long)g->b, (long long)g->hkv,
                             (long long)g->d, (long long)g->b, (long long)g->hkv, (long long)g->dv);
@@ -188,7 +185,7 @@ static int att_geom_in(const struct op_call *c, const struct tensor *const *in, 
     g->prv = layout4(g->hkv, g->t, g->dv);
     if (mask) {
         if (mask->dtype != ONNX_DTYPE_BOOL && mask->dtype != dt)
-            return op_error(c, "attn_mask must be bool or Q's type %s, got %s", onnx_dtype_name(dt),
+            return op_error(c, "attn_mask must be bool or float32 (Q's type), got %s",
                             onnx_dtype_name(mask->dtype));
         if (mask->rank < 1 || mask->rank > 4)
             return op_error(c, "attn_mask %s must have rank 1 to 4", tensor_describe(mask, d1, sizeof d1));
@@ -238,7 +235,7 @@ static int att_infer(struct op_call *c)
     if (att_geom_in(c, in, &g))
         return -1;
     struct tensor *y = c->out[0];
-    y->dtype = g.dtype;
+    y->dtype = ONNX_DTYPE_FLOAT;
     y->rank = g.rank3 ? 3 : 4;
     if (g.rank3) {
         y->dims[0] = g.b;
@@ -253,7 +250,7 @@ static int att_infer(struct op_call *c)
         struct tensor *t = c->out[o];
         if (!t)
             continue;
-        *t = (struct tensor){ .dtype = g.dtype, .rank = 4 };
+        *t = (struct tensor){ .dtype = ONNX_DTYPE_FLOAT, .rank = 4 };
         int64_t dims[4] = { g.b, o == 3 ? g.hq : g.hkv, o == 3 ? g.sq : g.t, last[o - 1] };
         memcpy(t->dims, dims, sizeof dims);
     }
@@ -394,7 +391,7 @@ static int att_threads(int64_t tasks)
     return tasks < nt ? (int)(tasks > 0 ? tasks : 1) : nt;
 }
 
-static int att_cpu_f32(struct op_call *c)
+static int att_cpu(struct op_call *c)
 {
     const struct tensor *in[ATT_N_IN];
     att_inputs(c, 0, in);
@@ -439,72 +436,6 @@ static int att_cpu_f32(struct op_call *c)
     }
     nn_scratch_free(c, scratch);
     return 0;
-}
-
-/* float16 / bfloat16: the inputs widened to float32 in scratch, the float32
- * kernel, the outputs rounded back to nearest even — the reference computes
- * in the inputs' type, so results agree to about one unit of that type. */
-static void att_widen(const struct tensor *t, float *dst)
-{
-    const uint16_t *src = t->data;
-    for (int64_t i = 0; i < tensor_numel(t); i++)
-        dst[i] = t->dtype == ONNX_DTYPE_FLOAT16 ? ew_f16_to_f32(src[i]) : ew_bf16_to_f32(src[i]);
-}
-
-static void att_narrow(const float *src, struct tensor *t)
-{
-    uint16_t *dst = t->data;
-    for (int64_t i = 0; i < tensor_numel(t); i++)
-        dst[i] = t->dtype == ONNX_DTYPE_FLOAT16 ? ew_f32_to_f16(src[i]) : ew_f32_to_bf16(src[i]);
-}
-
-static int att_cpu(struct op_call *c)
-{
-    if (c->in[ATT_Q]->dtype == ONNX_DTYPE_FLOAT)
-        return att_cpu_f32(c);
-    struct tensor win[ATT_N_IN], wout[4];
-    const struct tensor *inp[ATT_N_IN];
-    struct tensor *outp[4] = { NULL };
-    size_t need = 0;
-    for (int i = 0; i < c->n_in; i++)
-        if (c->in[i] && (c->in[i]->dtype == ONNX_DTYPE_FLOAT16 || c->in[i]->dtype == ONNX_DTYPE_BFLOAT16))
-            need += sizeof(float) * (size_t)tensor_numel(c->in[i]);
-    for (int o = 0; o < c->n_out; o++)
-        if (c->out[o])
-            need += sizeof(float) * (size_t)tensor_numel(c->out[o]);
-    float *tmp = nn_scratch_alloc(c, need), *at = tmp;
-    if (!tmp)
-        return op_error(c, "cannot get %zu bytes of scratch to widen %s to float32", need,
-                        onnx_dtype_name(c->in[ATT_Q]->dtype));
-    for (int i = 0; i < c->n_in; i++) {
-        inp[i] = c->in[i];
-        if (!c->in[i] || (c->in[i]->dtype != ONNX_DTYPE_FLOAT16 && c->in[i]->dtype != ONNX_DTYPE_BFLOAT16))
-            continue;
-        win[i] = *c->in[i];
-        win[i].dtype = ONNX_DTYPE_FLOAT;
-        win[i].data = at;
-        att_widen(c->in[i], at);
-        at += tensor_numel(c->in[i]);
-        inp[i] = &win[i];
-    }
-    for (int o = 0; o < c->n_out; o++) {
-        if (!c->out[o])
-            continue;
-        wout[o] = *c->out[o];
-        wout[o].dtype = ONNX_DTYPE_FLOAT;
-        wout[o].data = at;
-        at += tensor_numel(c->out[o]);
-        outp[o] = &wout[o];
-    }
-    struct op_call fc = *c;
-    fc.in = inp;
-    fc.out = outp;
-    int rc = att_cpu_f32(&fc);
-    for (int o = 0; !rc && o < c->n_out; o++)
-        if (c->out[o])
-            att_narrow(wout[o].data, c->out[o]);
-    nn_scratch_free(c, tmp);
-    return rc;
 }
 
 /* ---- gradient -------------------------------------------------------------------
@@ -571,8 +502,6 @@ static int att_grad_infer(struct op_call *c)
     struct nn_att_geom g;
     if (att_geom_in(c, in, &g))
         return -1;
-    if (g.dtype != ONNX_DTYPE_FLOAT)
-        return op_error(c, "the gradient is float32 only, Q is %s", onnx_dtype_name(g.dtype));
     char d1[128], d2[128];
     const struct tensor *dy = c->in[AG_DY];
     if (dy) {

@@ -299,7 +299,6 @@ struct nn_att_layout {
 struct nn_att_geom {
     int64_t b, hq, hkv, sq, skv, past, t, d, dv;
     int rank3;
-    int dtype;                         /* of Q, K, V (float32, float16 or bfloat16) */
     struct nn_att_layout q, k, v, pk, pv, y, prk, prv;
     /* the mask: its strides against [B, Hq, Sq] (0 where broadcast) and its
      * length along the keys; mask_len 0: no mask */

@@ -145,8 +145,6 @@ static int cuda_attention(struct op_call *c)
     struct nn_att_geom g;
     if (nn_attention_geom(c, 0, &g))
         return -1;
-    if (g.dtype != ONNX_DTYPE_FLOAT)
-        return op_error(c, "%s runs on the CPU only; the CUDA kernel is float32", onnx_dtype_name(g.dtype));
     const struct tensor *in[7];
     attn_inputs(c, 0, in);
     cudaStream_t st = attn_stream(c);
