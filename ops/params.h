@@ -189,6 +189,31 @@ struct layer_norm_params {
     float epsilon;
 };
 
+/* ops/group_norm.c: GroupNormalization, InstanceNormalization (num_groups 0:
+ * one group per channel) and GroupNormGrad */
+struct group_norm_params {
+    int64_t num_groups;
+    float epsilon;
+    int scale_per_group;               /* GroupNormalization-18: Scale/B of shape [G] */
+};
+
+/* ops/rotary.c */
+struct rotary_params {
+    int interleaved;
+    int64_t rotary_dim;                /* 0: the head size */
+    int64_t num_heads;                 /* 0: absent (4-D input) */
+};
+
+/* ops/attention.c: Attention and AttentionGrad */
+struct attention_params {
+    float scale;                       /* 0: 1 / sqrt(head size) */
+    float softcap;                     /* 0: none */
+    int is_causal;
+    int64_t q_num_heads, kv_num_heads; /* 0: absent (4-D inputs) */
+    int qk_mode;                       /* qk_matmul_output_mode 0..3 */
+    int64_t left_window, right_window; /* -1: unbounded (Attention-25) */
+};
+
 /* ops/optimizer.c */
 struct optimizer_params {
     float lr, momentum, beta1, beta2, epsilon, weight_decay;

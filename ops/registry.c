@@ -82,6 +82,11 @@
     X(op_global_average_pool) \
     X(op_batch_normalization) \
     X(op_layer_normalization) \
+    X(op_rms_normalization) \
+    X(op_group_normalization) \
+    X(op_instance_normalization) \
+    X(op_rotary_embedding) \
+    X(op_attention) \
     /* shape and data movement */ \
     X(op_reshape) \
     X(op_flatten) \
@@ -144,6 +149,9 @@
     X(op_average_pool_grad) \
     X(op_batch_norm_grad) \
     X(op_layer_norm_grad) \
+    X(op_rms_norm_grad) \
+    X(op_group_norm_grad) \
+    X(op_attention_grad) \
     /* gradients: math */ \
     X(op_relu_grad) \
     X(op_leaky_relu_grad) \

@@ -23,6 +23,12 @@ extern const struct cuda_kernel_entry cuda_kernels_layout[];
 #ifdef DTRX_CUDA_HAS_BLAS
 extern const struct cuda_kernel_entry cuda_kernels_blas[];
 #endif
+#ifdef DTRX_CUDA_HAS_NORM
+extern const struct cuda_kernel_entry cuda_kernels_norm[];
+#endif
+#ifdef DTRX_CUDA_HAS_ATTN
+extern const struct cuda_kernel_entry cuda_kernels_attn[];
+#endif
 
 static const struct cuda_kernel_entry *const families[] = {
 #ifdef DTRX_CUDA_HAS_BLAS
@@ -36,6 +42,12 @@ static const struct cuda_kernel_entry *const families[] = {
 #endif
 #ifdef DTRX_CUDA_HAS_LAYOUT
     cuda_kernels_layout,
+#endif
+#ifdef DTRX_CUDA_HAS_NORM
+    cuda_kernels_norm,
+#endif
+#ifdef DTRX_CUDA_HAS_ATTN
+    cuda_kernels_attn,
 #endif
     NULL,
 };

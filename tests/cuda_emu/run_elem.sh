@@ -37,7 +37,7 @@ g++ -std=c++20 -O1 -g $SAN $INC -c "$W/globals.cpp" -o "$W/globals.o"
 for f in elem elem_unary elem_activation elem_reduce elem_loss; do
     gcc -std=c11 -O1 -g $SAN $INC -c "$M/ops/cuda/$f.c" -o "$W/$f.o"
 done
-gcc -std=c11 -O1 -g $SAN $INC -DEMU_FAMILY=cuda_kernels_elem -c "$E/stub.c" -o "$W/stub.o"
+gcc -std=c11 -O1 -g $SAN $INC -c "$E/stub.c" -o "$W/stub.o"
 gcc -std=c11 -O1 -g $SAN $INC -c "$E/stub_elem.c" -o "$W/stub_elem.o"
 gcc -std=c11 -O1 -g $SAN $INC -DDTRX_HAVE_CUDA=1 -c "$M/tests/test_cuda_elem.c" -o "$W/test.o"
 gcc -std=c11 -O1 -g $SAN $INC -c "$M/tests/testops.c" -o "$W/testops.o"
