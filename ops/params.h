@@ -241,4 +241,18 @@ struct clip_params {
     float min, max;                /* opset < 11: the attributes */
 };
 
+/* ops/unary_math.c: the trigonometric and hyperbolic functions, Softsign,
+ * ThresholdedRelu, Shrink, and their one gradient kernel UnaryMathGrad. */
+enum unary_math_fn {
+    UMATH_TAN, UMATH_ASIN, UMATH_ACOS, UMATH_ATAN, UMATH_SINH, UMATH_COSH, UMATH_ASINH,
+    UMATH_ACOSH, UMATH_ATANH, UMATH_SOFTSIGN, UMATH_THRESHOLDED_RELU, UMATH_SHRINK,
+    UMATH_COUNT
+};
+
+struct unary_math_params {
+    int fn;                        /* enum unary_math_fn */
+    float alpha;                   /* ThresholdedRelu */
+    float lambd, bias;             /* Shrink */
+};
+
 #endif

@@ -43,6 +43,20 @@
     X(op_reduce_mean) \
     X(op_reduce_max) \
     X(op_reduce_min) \
+    /* one-input math of ops/unary_math.c */ \
+    X(op_tan) \
+    X(op_asin) \
+    X(op_acos) \
+    X(op_atan) \
+    X(op_sinh) \
+    X(op_cosh) \
+    X(op_asinh) \
+    X(op_acosh) \
+    X(op_atanh) \
+    X(op_softsign) \
+    X(op_thresholded_relu) \
+    X(op_shrink) \
+    X(op_unary_math_grad) \
     /* nn: conv, pool, normalization, gemm/matmul */ \
     X(op_conv) \
     X(op_conv_transpose) \

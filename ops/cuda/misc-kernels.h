@@ -1,0 +1,38 @@
+/* ops/cuda/misc-kernels.h — the launchers of ops/cuda/misc_kernels.cu, the
+ * device code of the "misc" family (ops/cuda/misc.c): the operators of
+ * issue 18's long tail. Plain C types only: dtypes are enum onnx_dtype
+ * values, functions enum unary_math_fn values (ops/params.h). Every launcher
+ * queues its kernel on `stream` and returns cudaSuccess, the launch error,
+ * or cudaErrorNotSupported when no kernel exists for the dtype. All of them
+ * are deterministic: each output element is computed by one thread from
+ * its inputs alone. */
+#ifndef DTRX_OPS_CUDA_MISC_KERNELS_H
+#define DTRX_OPS_CUDA_MISC_KERNELS_H
+
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The attributes a unary-math function reads (struct unary_math_params). */
+struct cuda_umath_consts {
+    float alpha, lambd, bias;
+};
+
+/* out[i] = f(x[i]) over n contiguous elements (ops/unary_math.c's forward
+ * functions; Shrink also for integer dtypes). */
+cudaError_t cuda_umath_launch(cudaStream_t stream, int fn, int dtype, int64_t n, const void *x,
+                              void *out, const struct cuda_umath_consts *k);
+/* dx[i] = dy[i] * f'(x[i]) (UnaryMathGrad), float and double. */
+cudaError_t cuda_umath_grad_launch(cudaStream_t stream, int fn, int dtype, int64_t n,
+                                   const void *dy, const void *x, void *dx,
+                                   const struct cuda_umath_consts *k);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,69 @@
+/* ops/cuda/misc.c — the "misc" family's CUDA kernels: the operators of
+ * issue 18's long tail that belong to no older family, so far the one-input
+ * math of ops/unary_math.c (Tan ... Shrink) and its gradient UnaryMathGrad;
+ * and the family's table, cuda_kernels_misc.
+ *
+ * Shapes, dtypes and attributes have been checked by the CPU op_def's
+ * infer() before a kernel runs; the parameters are the ones its parse()
+ * made (ops/params.h). Device code: ops/cuda/misc_kernels.cu. */
+#include "ops/cuda/cuda-impl.h"
+#include "ops/cuda/misc-kernels.h"
+#include "ops/elementwise-impl.h"
+#include "ops/params.h"
+
+/* ---- one-input math (ops/unary_math.c) ----------------------------------- */
+
+static struct cuda_umath_consts umath_consts(const struct unary_math_params *p)
+{
+    struct cuda_umath_consts k = { .alpha = p->alpha, .lambd = p->lambd, .bias = p->bias };
+    return k;
+}
+
+static int cuda_misc_unary_math(struct op_call *c)
+{
+    const struct unary_math_params *p = c->params;
+    const struct tensor *x = c->in[0];
+    struct cuda_umath_consts k = umath_consts(p);
+    cudaError_t e = cuda_umath_launch(cuda_ctx_of(c)->stream, p->fn, x->dtype, tensor_numel(x),
+                                      x->data, c->out[0]->data, &k);
+    if (e == cudaErrorNotSupported)
+        return ew_dtype_error(c, "input 0", x->dtype,
+                              p->fn == UMATH_SHRINK ? "float, double, int8, int16, int32, int64, "
+                                                      "uint8, uint16, uint32, uint64"
+                                                    : "float, double");
+    CUDA_TRY(c, e);
+    return 0;
+}
+
+static int cuda_misc_unary_math_grad(struct op_call *c)
+{
+    const struct unary_math_params *p = c->params;
+    const struct tensor *dy = c->in[0];
+    struct cuda_umath_consts k = umath_consts(p);
+    cudaError_t e = cuda_umath_grad_launch(cuda_ctx_of(c)->stream, p->fn, dy->dtype,
+                                           tensor_numel(dy), dy->data, c->in[1]->data,
+                                           c->out[0]->data, &k);
+    if (e == cudaErrorNotSupported)
+        return ew_dtype_error(c, "dy", dy->dtype, "float, double");
+    CUDA_TRY(c, e);
+    return 0;
+}
+
+/* ---- the family's table ---------------------------------------------------- */
+
+const struct cuda_kernel_entry cuda_kernels_misc[] = {
+    { "", "Tan", cuda_misc_unary_math },
+    { "", "Asin", cuda_misc_unary_math },
+    { "", "Acos", cuda_misc_unary_math },
+    { "", "Atan", cuda_misc_unary_math },
+    { "", "Sinh", cuda_misc_unary_math },
+    { "", "Cosh", cuda_misc_unary_math },
+    { "", "Asinh", cuda_misc_unary_math },
+    { "", "Acosh", cuda_misc_unary_math },
+    { "", "Atanh", cuda_misc_unary_math },
+    { "", "Softsign", cuda_misc_unary_math },
+    { "", "ThresholdedRelu", cuda_misc_unary_math },
+    { "", "Shrink", cuda_misc_unary_math },
+    { "dtrexec", "UnaryMathGrad", cuda_misc_unary_math_grad },
+    { 0 },
+};

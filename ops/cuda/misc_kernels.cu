@@ -1,0 +1,144 @@
+/* ops/cuda/misc_kernels.cu — device code of the "misc" family
+ * (ops/cuda/misc.c): the functions of ops/unary_math.c and their
+ * derivatives, expression for expression as the CPU's; float math in
+ * float, double in double. */
+#include "ops/cuda/elem-device.cuh"
+#include "ops/cuda/misc-kernels.h"
+#include "ops/params.h"
+
+namespace {
+
+/* Float and double math by overload, so each function is written once. */
+#define M_FN(name, f32)                                                                \
+    __device__ inline float m_##name(float x) { return f32(x); }                       \
+    __device__ inline double m_##name(double x) { return name(x); }
+M_FN(tan, tanf)
+M_FN(asin, asinf)
+M_FN(acos, acosf)
+M_FN(atan, atanf)
+M_FN(sinh, sinhf)
+M_FN(cosh, coshf)
+M_FN(asinh, asinhf)
+M_FN(acosh, acoshf)
+M_FN(atanh, atanhf)
+M_FN(sqrt, sqrtf)
+M_FN(fabs, fabsf)
+#undef M_FN
+
+template <typename T> __device__ inline T umath_f(int fn, T x, const cuda_umath_consts &k)
+{
+    if constexpr (std::is_floating_point<T>::value) {
+        switch (fn) {
+        case UMATH_TAN: return m_tan(x);
+        case UMATH_ASIN: return m_asin(x);
+        case UMATH_ACOS: return m_acos(x);
+        case UMATH_ATAN: return m_atan(x);
+        case UMATH_SINH: return m_sinh(x);
+        case UMATH_COSH: return m_cosh(x);
+        case UMATH_ASINH: return m_asinh(x);
+        case UMATH_ACOSH: return m_acosh(x);
+        case UMATH_ATANH: return m_atanh(x);
+        case UMATH_SOFTSIGN: return x / ((T)1 + m_fabs(x));
+        /* as numpy.where: NaN gives 0 */
+        case UMATH_THRESHOLDED_RELU: return x > (T)k.alpha ? x : (T)0;
+        default:
+            return x < -(T)k.lambd ? x + (T)k.bias : x > (T)k.lambd ? x - (T)k.bias : (T)0;
+        }
+    } else {
+        /* Shrink of an integer: in double, stored saturating */
+        const double v = (double)x;
+        return ew_sat<T>(v < -(double)k.lambd ? v + k.bias
+                         : v > (double)k.lambd ? v - k.bias : 0.0);
+    }
+}
+
+template <typename T> __device__ inline T umath_df(int fn, T x, const cuda_umath_consts &k)
+{
+    switch (fn) {
+    case UMATH_TAN: return (T)1 + m_tan(x) * m_tan(x);
+    case UMATH_ASIN: return (T)1 / m_sqrt((T)1 - x * x);
+    case UMATH_ACOS: return (T)-1 / m_sqrt((T)1 - x * x);
+    case UMATH_ATAN: return (T)1 / ((T)1 + x * x);
+    case UMATH_SINH: return m_cosh(x);
+    case UMATH_COSH: return m_sinh(x);
+    case UMATH_ASINH: return (T)1 / m_sqrt(x * x + (T)1);
+    case UMATH_ACOSH: return (T)1 / m_sqrt(x * x - (T)1);
+    case UMATH_ATANH: return (T)1 / ((T)1 - x * x);
+    case UMATH_SOFTSIGN: return (T)1 / (((T)1 + m_fabs(x)) * ((T)1 + m_fabs(x)));
+    case UMATH_THRESHOLDED_RELU: return x > (T)k.alpha ? (T)1 : (T)0;
+    default: return (x < -(T)k.lambd || x > (T)k.lambd) ? (T)1 : (T)0;
+    }
+}
+
+/* The function is uniform across the grid, so the switch does not diverge. */
+template <typename T>
+__global__ void __launch_bounds__(EW_THREADS)
+    umath_kernel(int fn, int64_t n, const T *x, T *o, cuda_umath_consts k)
+{
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        o[i] = umath_f<T>(fn, x[i], k);
+}
+
+/* dy * f'(x), except where the CPU writes the quotient dy / g(x) directly:
+ * the same value to the last bit only if written the same way. */
+template <typename T>
+__global__ void __launch_bounds__(EW_THREADS)
+    umath_grad_kernel(int fn, int64_t n, const T *dy, const T *x, T *o, cuda_umath_consts k)
+{
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const T d = dy[i], v = x[i];
+        T r;
+        switch (fn) {
+        case UMATH_ASIN: r = d / m_sqrt((T)1 - v * v); break;
+        case UMATH_ACOS: r = -d / m_sqrt((T)1 - v * v); break;
+        case UMATH_ATAN: r = d / ((T)1 + v * v); break;
+        case UMATH_ASINH: r = d / m_sqrt(v * v + (T)1); break;
+        case UMATH_ACOSH: r = d / m_sqrt(v * v - (T)1); break;
+        case UMATH_ATANH: r = d / ((T)1 - v * v); break;
+        case UMATH_SOFTSIGN: r = d / (((T)1 + m_fabs(v)) * ((T)1 + m_fabs(v))); break;
+        case UMATH_THRESHOLDED_RELU: r = v > (T)k.alpha ? d : (T)0; break;
+        case UMATH_SHRINK: r = (v < -(T)k.lambd || v > (T)k.lambd) ? d : (T)0; break;
+        default: r = d * umath_df<T>(fn, v, k); break;
+        }
+        o[i] = r;
+    }
+}
+
+} // namespace
+
+extern "C" cudaError_t cuda_umath_launch(cudaStream_t stream, int fn, int dtype, int64_t n,
+                                         const void *x, void *out,
+                                         const struct cuda_umath_consts *k)
+{
+    if (fn < 0 || fn >= UMATH_COUNT)
+        return cudaErrorNotSupported;
+    auto go = [&](auto tag) -> cudaError_t {
+        typedef typename dt<decltype(tag)::value>::T T;
+        if (n <= 0)
+            return cudaSuccess;
+        umath_kernel<T><<<ew_blocks(n, EW_THREADS), EW_THREADS, 0, stream>>>(
+            fn, n, (const T *)x, (T *)out, *k);
+        return cudaGetLastError();
+    };
+    if (fn == UMATH_SHRINK)
+        return dtype_visit<DS_NUMERIC>(dtype, go);
+    return dtype_visit<DS_FLOATS>(dtype, go);
+}
+
+extern "C" cudaError_t cuda_umath_grad_launch(cudaStream_t stream, int fn, int dtype, int64_t n,
+                                              const void *dy, const void *x, void *dx,
+                                              const struct cuda_umath_consts *k)
+{
+    if (fn < 0 || fn >= UMATH_COUNT)
+        return cudaErrorNotSupported;
+    return dtype_visit<DS_FLOATS>(dtype, [&](auto tag) -> cudaError_t {
+        typedef typename dt<decltype(tag)::value>::T T;
+        if (n <= 0)
+            return cudaSuccess;
+        umath_grad_kernel<T><<<ew_blocks(n, EW_THREADS), EW_THREADS, 0, stream>>>(
+            fn, n, (const T *)dy, (const T *)x, (T *)dx, *k);
+        return cudaGetLastError();
+    });
+}

@@ -1,0 +1,66 @@
+"""Gradient checks of the operators of issue 18's long tail: the one-input
+math of ops/unary_math.c (inputs inside each function's domain, away from
+the thresholds of ThresholdedRelu and Shrink), in float and double, at the
+opsets where each was (re)defined."""
+import numpy as np
+
+from gradutil import rand, single_op
+
+F64 = np.float64
+
+CASES = []
+
+
+def case(name, model, args=None):
+    c = {"name": name, "model": model}
+    if args:
+        c["args"] = args
+    CASES.append(c)
+
+
+def away_from(x, points, gap=0.05):
+    """x with every element within gap of one of points moved gap away."""
+    x = x.copy()
+    for p in points:
+        near = np.abs(x - p) < gap
+        x[near] = p + np.where(x[near] >= p, gap, -gap).astype(x.dtype)
+    return x
+
+
+# ---- one-input math (ops/unary_math.c) ----------------------------------------
+# name, input range, opsets
+UNARY = [
+    ("Tan", (-1.2, 1.2), (7, 22)),
+    ("Asin", (-0.9, 0.9), (7, 22)),
+    ("Acos", (-0.9, 0.9), (7, 22)),
+    ("Atan", (-3.0, 3.0), (7, 22)),
+    ("Sinh", (-2.0, 2.0), (9, 22)),
+    ("Cosh", (-2.0, 2.0), (9, 22)),
+    ("Asinh", (-3.0, 3.0), (9, 22)),
+    ("Acosh", (1.2, 4.0), (9, 22)),
+    ("Atanh", (-0.9, 0.9), (9, 22)),
+    ("Softsign", (-3.0, 3.0), (1, 22)),
+]
+for op, (lo, hi), opsets in UNARY:
+    for v in opsets:
+        case(f"{op.lower()}_v{v}", single_op(op, [("x", rand(3, 4, low=lo, high=hi))], opset=v))
+    case(f"{op.lower()}_f64", single_op(op, [("x", rand(2, 3, 2, low=lo, high=hi, dtype=F64))], opset=22))
+
+for alpha in (None, 0.3, -0.4):
+    attrs = {} if alpha is None else {"alpha": alpha}
+    at = 1.0 if alpha is None else alpha
+    for v in (10, 22):
+        case(f"thresholdedrelu_a{alpha}_v{v}",
+             single_op("ThresholdedRelu", [("x", away_from(rand(4, 5, low=-2, high=2), [at]))],
+                       opset=v, attrs=attrs))
+case("thresholdedrelu_f64", single_op("ThresholdedRelu",
+                                      [("x", away_from(rand(3, 4, low=-2, high=2, dtype=F64), [1.0]))],
+                                      opset=22))
+
+for lambd, bias in ((None, None), (1.0, 0.0), (0.3, 0.7), (0.0, -0.5)):
+    attrs = {k: v for k, v in (("lambd", lambd), ("bias", bias)) if v is not None}
+    l = 0.5 if lambd is None else lambd
+    case(f"shrink_l{lambd}_b{bias}",
+         single_op("Shrink", [("x", away_from(rand(4, 5, low=-2, high=2), [-l, l]))], opset=9, attrs=attrs))
+case("shrink_f64", single_op("Shrink", [("x", away_from(rand(3, 4, low=-2, high=2, dtype=F64), [-0.5, 0.5]))],
+                             opset=9))
