@@ -241,6 +241,11 @@ struct clip_params {
     float min, max;                /* opset < 11: the attributes */
 };
 
+/* ops/bitwise.c */
+struct bitshift_params {
+    int right;                     /* direction="RIGHT" */
+};
+
 /* ops/unary_math.c: the trigonometric and hyperbolic functions, Softsign,
  * ThresholdedRelu, Shrink, and their one gradient kernel UnaryMathGrad. */
 enum unary_math_fn {

@@ -57,6 +57,12 @@
     X(op_thresholded_relu) \
     X(op_shrink) \
     X(op_unary_math_grad) \
+    /* bitwise operators of ops/bitwise.c */ \
+    X(op_bitwise_and) \
+    X(op_bitwise_or) \
+    X(op_bitwise_xor) \
+    X(op_bitwise_not) \
+    X(op_bitshift) \
     /* nn: conv, pool, normalization, gemm/matmul */ \
     X(op_conv) \
     X(op_conv_transpose) \

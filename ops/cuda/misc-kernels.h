@@ -31,6 +31,30 @@ cudaError_t cuda_umath_grad_launch(cudaStream_t stream, int fn, int dtype, int64
                                    const void *dy, const void *x, void *dx,
                                    const struct cuda_umath_consts *k);
 
+/* ---- broadcasting binary integer ops (ops/bitwise.c) ---- */
+
+#define CUDA_MISC_MAX_RANK 8
+
+enum cuda_bitwise_op {
+    CUDA_BITWISE_AND, CUDA_BITWISE_OR, CUDA_BITWISE_XOR, CUDA_BITWISE_NOT,
+    CUDA_BITWISE_SHL, CUDA_BITWISE_SHR,
+};
+
+/* The output (contiguous, numel elements, row-major over dims) and each
+ * input's element strides along those axes (0 where broadcast). */
+struct cuda_misc_bcast {
+    int rank;
+    int64_t numel;
+    int64_t dims[CUDA_MISC_MAX_RANK];
+    int64_t sa[CUDA_MISC_MAX_RANK], sb[CUDA_MISC_MAX_RANK];
+};
+
+/* out = a op b (b unused by NOT) for integer dtypes, with ops/bitwise.c's
+ * rules for shifts out of range. */
+cudaError_t cuda_bitwise_launch(cudaStream_t stream, int op, int dtype,
+                                const struct cuda_misc_bcast *g, const void *a, const void *b,
+                                void *out);
+
 #ifdef __cplusplus
 }
 #endif

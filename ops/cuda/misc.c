@@ -1,11 +1,14 @@
 /* ops/cuda/misc.c — the "misc" family's CUDA kernels: the operators of
  * issue 18's long tail that belong to no older family, so far the one-input
- * math of ops/unary_math.c (Tan ... Shrink) and its gradient UnaryMathGrad;
- * and the family's table, cuda_kernels_misc.
+ * math of ops/unary_math.c (Tan ... Shrink) and its gradient UnaryMathGrad,
+ * and the bitwise operators of ops/bitwise.c; and the family's table,
+ * cuda_kernels_misc.
  *
  * Shapes, dtypes and attributes have been checked by the CPU op_def's
  * infer() before a kernel runs; the parameters are the ones its parse()
  * made (ops/params.h). Device code: ops/cuda/misc_kernels.cu. */
+#include <string.h>
+
 #include "ops/cuda/cuda-impl.h"
 #include "ops/cuda/misc-kernels.h"
 #include "ops/elementwise-impl.h"
@@ -49,6 +52,45 @@ static int cuda_misc_unary_math_grad(struct op_call *c)
     return 0;
 }
 
+/* ---- bitwise (ops/bitwise.c) ------------------------------------------------ */
+
+/* out = in[0] op in[1] (NOT: op in[0]) over numpy broadcasting. */
+static int bitwise_run(struct op_call *c, int op)
+{
+    struct tensor *out = c->out[0];
+    if (out->rank > CUDA_MISC_MAX_RANK)
+        return op_error(c, "rank %d is above the %d the CUDA kernel handles", out->rank,
+                        CUDA_MISC_MAX_RANK);
+    struct cuda_misc_bcast g;
+    memset(&g, 0, sizeof g);
+    g.rank = out->rank;
+    g.numel = tensor_numel(out);
+    for (int d = 0; d < out->rank; d++)
+        g.dims[d] = out->dims[d];
+    broadcast_strides(c->in[0], out, g.sa);
+    if (c->n_in > 1)
+        broadcast_strides(c->in[1], out, g.sb);
+    cudaError_t e = cuda_bitwise_launch(cuda_ctx_of(c)->stream, op, out->dtype, &g,
+                                        c->in[0]->data, c->n_in > 1 ? c->in[1]->data : NULL,
+                                        out->data);
+    if (e == cudaErrorNotSupported)
+        return ew_dtype_error(c, "input 0", out->dtype,
+                              "int8, int16, int32, int64, uint8, uint16, uint32, uint64");
+    CUDA_TRY(c, e);
+    return 0;
+}
+
+static int cuda_misc_bitwise_and(struct op_call *c) { return bitwise_run(c, CUDA_BITWISE_AND); }
+static int cuda_misc_bitwise_or(struct op_call *c) { return bitwise_run(c, CUDA_BITWISE_OR); }
+static int cuda_misc_bitwise_xor(struct op_call *c) { return bitwise_run(c, CUDA_BITWISE_XOR); }
+static int cuda_misc_bitwise_not(struct op_call *c) { return bitwise_run(c, CUDA_BITWISE_NOT); }
+
+static int cuda_misc_bitshift(struct op_call *c)
+{
+    const struct bitshift_params *p = c->params;
+    return bitwise_run(c, p->right ? CUDA_BITWISE_SHR : CUDA_BITWISE_SHL);
+}
+
 /* ---- the family's table ---------------------------------------------------- */
 
 const struct cuda_kernel_entry cuda_kernels_misc[] = {
@@ -64,6 +106,11 @@ const struct cuda_kernel_entry cuda_kernels_misc[] = {
     { "", "Softsign", cuda_misc_unary_math },
     { "", "ThresholdedRelu", cuda_misc_unary_math },
     { "", "Shrink", cuda_misc_unary_math },
+    { "", "BitwiseAnd", cuda_misc_bitwise_and },
+    { "", "BitwiseOr", cuda_misc_bitwise_or },
+    { "", "BitwiseXor", cuda_misc_bitwise_xor },
+    { "", "BitwiseNot", cuda_misc_bitwise_not },
+    { "", "BitShift", cuda_misc_bitshift },
     { "dtrexec", "UnaryMathGrad", cuda_misc_unary_math_grad },
     { 0 },
 };

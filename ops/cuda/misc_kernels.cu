@@ -1,7 +1,8 @@
 /* ops/cuda/misc_kernels.cu — device code of the "misc" family
  * (ops/cuda/misc.c): the functions of ops/unary_math.c and their
- * derivatives, expression for expression as the CPU's; float math in
- * float, double in double. */
+ * derivatives, expression for expression as the CPU's (float math in
+ * float, double in double), and the bitwise operators of ops/bitwise.c
+ * over a broadcast geometry. */
 #include "ops/cuda/elem-device.cuh"
 #include "ops/cuda/misc-kernels.h"
 #include "ops/params.h"
@@ -106,7 +107,65 @@ __global__ void __launch_bounds__(EW_THREADS)
     }
 }
 
+/* ---- bitwise ------------------------------------------------------------ */
+
+template <typename T> __device__ inline T bitwise_f(int op, T x, T y)
+{
+    typedef typename wrap_of<T>::W W;           /* unsigned, at least as wide as T */
+    const int bits = (int)sizeof(T) * 8;
+    bool out_of_range;
+    if constexpr (std::is_signed<T>::value)
+        out_of_range = y < 0 || y >= bits;
+    else
+        out_of_range = (uint64_t)y >= (uint64_t)bits;
+    switch (op) {
+    case CUDA_BITWISE_AND: return (T)(x & y);
+    case CUDA_BITWISE_OR: return (T)(x | y);
+    case CUDA_BITWISE_XOR: return (T)(x ^ y);
+    case CUDA_BITWISE_NOT: return (T)~x;
+    case CUDA_BITWISE_SHL: return out_of_range ? (T)0 : (T)((W)x << (unsigned)y);
+    default:
+        if (!out_of_range)
+            return (T)(x >> (unsigned)y);
+        if constexpr (std::is_signed<T>::value)
+            return (T)(x < 0 ? -1 : 0);
+        else
+            return (T)0;
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(EW_THREADS)
+    bitwise_kernel(int op, cuda_misc_bcast g, const T *a, const T *b, T *o)
+{
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < g.numel; i += stride) {
+        int64_t rem = i, ia = 0, ib = 0;
+        for (int d = g.rank - 1; d >= 0; d--) {
+            const int64_t k = rem % g.dims[d];
+            rem /= g.dims[d];
+            ia += k * g.sa[d];
+            ib += k * g.sb[d];
+        }
+        o[i] = bitwise_f<T>(op, a[ia], b ? b[ib] : (T)0);
+    }
+}
+
 } // namespace
+
+extern "C" cudaError_t cuda_bitwise_launch(cudaStream_t stream, int op, int dtype,
+                                           const struct cuda_misc_bcast *g, const void *a,
+                                           const void *b, void *out)
+{
+    return dtype_visit<DS_SINTS | DS_UINTS>(dtype, [&](auto tag) -> cudaError_t {
+        typedef typename dt<decltype(tag)::value>::T T;
+        if (g->numel <= 0)
+            return cudaSuccess;
+        bitwise_kernel<T><<<ew_blocks(g->numel, EW_THREADS), EW_THREADS, 0, stream>>>(
+            op, *g, (const T *)a, (const T *)b, (T *)out);
+        return cudaGetLastError();
+    });
+}
 
 extern "C" cudaError_t cuda_umath_launch(cudaStream_t stream, int fn, int dtype, int64_t n,
                                          const void *x, void *out,
