@@ -63,6 +63,9 @@
     X(op_bitwise_xor) \
     X(op_bitwise_not) \
     X(op_bitshift) \
+    /* Mean and GlobalMaxPool of ops/mean_max.c */ \
+    X(op_mean) \
+    X(op_global_max_pool) \
     /* nn: conv, pool, normalization, gemm/matmul */ \
     X(op_conv) \
     X(op_conv_transpose) \

@@ -31,6 +31,11 @@ cudaError_t cuda_umath_grad_launch(cudaStream_t stream, int fn, int dtype, int64
                                    const void *dy, const void *x, void *dx,
                                    const struct cuda_umath_consts *k);
 
+/* x[i] = x[i] / divisor (the divisor rounded to T first), float and double:
+ * Mean's last step. */
+cudaError_t cuda_misc_div_launch(cudaStream_t stream, int dtype, int64_t n, void *x,
+                                 double divisor);
+
 /* ---- broadcasting binary integer ops (ops/bitwise.c) ---- */
 
 #define CUDA_MISC_MAX_RANK 8

@@ -1,15 +1,16 @@
 /* ops/cuda/misc.c — the "misc" family's CUDA kernels: the operators of
  * issue 18's long tail that belong to no older family, so far the one-input
  * math of ops/unary_math.c (Tan ... Shrink) and its gradient UnaryMathGrad,
- * and the bitwise operators of ops/bitwise.c; and the family's table,
- * cuda_kernels_misc.
+ * the bitwise operators of ops/bitwise.c, and Mean and GlobalMaxPool of
+ * ops/mean_max.c, made of the elementwise family's Sum and ReduceMax as on
+ * the CPU; and the family's table, cuda_kernels_misc.
  *
  * Shapes, dtypes and attributes have been checked by the CPU op_def's
  * infer() before a kernel runs; the parameters are the ones its parse()
  * made (ops/params.h). Device code: ops/cuda/misc_kernels.cu. */
 #include <string.h>
 
-#include "ops/cuda/cuda-impl.h"
+#include "ops/cuda/elem-impl.h"
 #include "ops/cuda/misc-kernels.h"
 #include "ops/elementwise-impl.h"
 #include "ops/params.h"
@@ -91,6 +92,32 @@ static int cuda_misc_bitshift(struct op_call *c)
     return bitwise_run(c, p->right ? CUDA_BITWISE_SHR : CUDA_BITWISE_SHL);
 }
 
+/* ---- Mean and GlobalMaxPool (ops/mean_max.c) -------------------------------- */
+
+/* Sum's fold into the output, then the division by the input count. */
+static int cuda_misc_mean(struct op_call *c)
+{
+    struct tensor *y = c->out[0];
+    if (y->dtype != ONNX_DTYPE_FLOAT && y->dtype != ONNX_DTYPE_DOUBLE)
+        return ew_dtype_error(c, "input 0", y->dtype, "float, double");
+    if (cuda_elem_sum(c))
+        return -1;
+    CUDA_TRY(c, cuda_misc_div_launch(cuda_ctx_of(c)->stream, y->dtype, tensor_numel(y), y->data,
+                                     (double)c->n_in));
+    return 0;
+}
+
+static int cuda_misc_global_max_pool(struct op_call *c)
+{
+    struct op_call r;
+    struct tensor axes;
+    int64_t ax[TENSOR_MAX_RANK];
+    const struct tensor *in[2];
+    if (ew_global_max_pool_call(c, &r, &axes, ax, in))
+        return -1;
+    return cuda_elem_reduce(&r);
+}
+
 /* ---- the family's table ---------------------------------------------------- */
 
 const struct cuda_kernel_entry cuda_kernels_misc[] = {
@@ -111,6 +138,8 @@ const struct cuda_kernel_entry cuda_kernels_misc[] = {
     { "", "BitwiseXor", cuda_misc_bitwise_xor },
     { "", "BitwiseNot", cuda_misc_bitwise_not },
     { "", "BitShift", cuda_misc_bitshift },
+    { "", "Mean", cuda_misc_mean },
+    { "", "GlobalMaxPool", cuda_misc_global_max_pool },
     { "dtrexec", "UnaryMathGrad", cuda_misc_unary_math_grad },
     { 0 },
 };

@@ -2,7 +2,7 @@
  * (ops/cuda/misc.c): the functions of ops/unary_math.c and their
  * derivatives, expression for expression as the CPU's (float math in
  * float, double in double), and the bitwise operators of ops/bitwise.c
- * over a broadcast geometry. */
+ * over a broadcast geometry, and Mean's division. */
 #include "ops/cuda/elem-device.cuh"
 #include "ops/cuda/misc-kernels.h"
 #include "ops/params.h"
@@ -151,7 +151,27 @@ __global__ void __launch_bounds__(EW_THREADS)
     }
 }
 
+template <typename T>
+__global__ void __launch_bounds__(EW_THREADS) div_kernel(int64_t n, T *x, T d)
+{
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        x[i] = x[i] / d;
+}
+
 } // namespace
+
+extern "C" cudaError_t cuda_misc_div_launch(cudaStream_t stream, int dtype, int64_t n, void *x,
+                                            double divisor)
+{
+    return dtype_visit<DS_FLOATS>(dtype, [&](auto tag) -> cudaError_t {
+        typedef typename dt<decltype(tag)::value>::T T;
+        if (n <= 0)
+            return cudaSuccess;
+        div_kernel<T><<<ew_blocks(n, EW_THREADS), EW_THREADS, 0, stream>>>(n, (T *)x, (T)divisor);
+        return cudaGetLastError();
+    });
+}
 
 extern "C" cudaError_t cuda_bitwise_launch(cudaStream_t stream, int op, int dtype,
                                            const struct cuda_misc_bcast *g, const void *a,

@@ -64,3 +64,25 @@ for lambd, bias in ((None, None), (1.0, 0.0), (0.3, 0.7), (0.0, -0.5)):
          single_op("Shrink", [("x", away_from(rand(4, 5, low=-2, high=2), [-l, l]))], opset=9, attrs=attrs))
 case("shrink_f64", single_op("Shrink", [("x", away_from(rand(3, 4, low=-2, high=2, dtype=F64), [-0.5, 0.5]))],
                              opset=9))
+
+# ---- Mean (ops/mean_max.c): 1..3 inputs, broadcasting both ways ----------------
+case("mean_one", single_op("Mean", [("a", rand(2, 3))], opset=13))
+case("mean_two_v6", single_op("Mean", [("a", rand(2, 3)), ("b", rand(2, 3))], opset=6))
+case("mean_three_bcast", single_op("Mean", [("a", rand(2, 3, 4)), ("b", rand(3, 1)), ("c", rand(4))], opset=8))
+case("mean_bcast_both", single_op("Mean", [("a", rand(2, 1, 4)), ("b", rand(3, 1))], opset=13))
+case("mean_f64", single_op("Mean", [("a", rand(2, 3, dtype=F64)), ("b", rand(3, dtype=F64))], opset=13))
+
+
+# ---- GlobalMaxPool: ties are unlikely with random inputs, and no element is
+# within finite-difference reach of its window's maximum but the maximum
+def distinct(*shape, dtype=np.float32):
+    """A random permutation of well-separated values."""
+    n = int(np.prod(shape))
+    return (np.random.default_rng(n).permutation(n).reshape(shape) * 0.1 - 0.05 * n).astype(dtype)
+
+
+for v in (1, 22):
+    case(f"globalmaxpool_2d_v{v}", single_op("GlobalMaxPool", [("x", distinct(2, 3, 4, 5))], opset=v))
+case("globalmaxpool_1d", single_op("GlobalMaxPool", [("x", distinct(2, 3, 6))], opset=22))
+case("globalmaxpool_3d", single_op("GlobalMaxPool", [("x", distinct(1, 2, 3, 2, 4))], opset=22))
+case("globalmaxpool_f64", single_op("GlobalMaxPool", [("x", distinct(2, 2, 3, 3, dtype=F64))], opset=22))
