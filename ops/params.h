@@ -246,6 +246,13 @@ struct bitshift_params {
     int right;                     /* direction="RIGHT" */
 };
 
+/* ops/depth_space.c */
+struct depth_space_params {
+    int64_t blocksize;
+    int crd;                       /* mode="CRD" (else DCR) */
+    int to_space;                  /* 1: DepthToSpace, 0: SpaceToDepth */
+};
+
 /* ops/unary_math.c: the trigonometric and hyperbolic functions, Softsign,
  * ThresholdedRelu, Shrink, and their one gradient kernel UnaryMathGrad. */
 enum unary_math_fn {

@@ -66,6 +66,9 @@
     /* Mean and GlobalMaxPool of ops/mean_max.c */ \
     X(op_mean) \
     X(op_global_max_pool) \
+    /* DepthToSpace, SpaceToDepth of ops/depth_space.c */ \
+    X(op_depth_to_space) \
+    X(op_space_to_depth) \
     /* nn: conv, pool, normalization, gemm/matmul */ \
     X(op_conv) \
     X(op_conv_transpose) \

@@ -3,7 +3,8 @@
  * math of ops/unary_math.c (Tan ... Shrink) and its gradient UnaryMathGrad,
  * the bitwise operators of ops/bitwise.c, and Mean and GlobalMaxPool of
  * ops/mean_max.c, made of the elementwise family's Sum and ReduceMax as on
- * the CPU; and the family's table, cuda_kernels_misc.
+ * the CPU, and DepthToSpace / SpaceToDepth, the layout family's strided copy
+ * through the CPU's plan; and the family's table, cuda_kernels_misc.
  *
  * Shapes, dtypes and attributes have been checked by the CPU op_def's
  * infer() before a kernel runs; the parameters are the ones its parse()
@@ -11,9 +12,11 @@
 #include <string.h>
 
 #include "ops/cuda/elem-impl.h"
+#include "ops/cuda/layout-impl.h"
 #include "ops/cuda/misc-kernels.h"
 #include "ops/elementwise-impl.h"
 #include "ops/params.h"
+#include "ops/shape-impl.h"
 
 /* ---- one-input math (ops/unary_math.c) ----------------------------------- */
 
@@ -118,6 +121,18 @@ static int cuda_misc_global_max_pool(struct op_call *c)
     return cuda_elem_reduce(&r);
 }
 
+/* ---- DepthToSpace, SpaceToDepth (ops/depth_space.c) ---------------------------- */
+
+static int cuda_misc_depth_space(struct op_call *c)
+{
+    int64_t dims[6], st[6];
+    if (tensor_numel(c->out[0]) == 0)
+        return 0;
+    shape_depth_space_plan(c, dims, st);
+    return layout_copy_to_contiguous(c, c->out[0]->data, c->in[0]->data,
+                                     onnx_dtype_size(c->in[0]->dtype), 6, dims, st);
+}
+
 /* ---- the family's table ---------------------------------------------------- */
 
 const struct cuda_kernel_entry cuda_kernels_misc[] = {
@@ -140,6 +155,8 @@ const struct cuda_kernel_entry cuda_kernels_misc[] = {
     { "", "BitShift", cuda_misc_bitshift },
     { "", "Mean", cuda_misc_mean },
     { "", "GlobalMaxPool", cuda_misc_global_max_pool },
+    { "", "DepthToSpace", cuda_misc_depth_space },
+    { "", "SpaceToDepth", cuda_misc_depth_space },
     { "dtrexec", "UnaryMathGrad", cuda_misc_unary_math_grad },
     { 0 },
 };

@@ -86,3 +86,13 @@ for v in (1, 22):
 case("globalmaxpool_1d", single_op("GlobalMaxPool", [("x", distinct(2, 3, 6))], opset=22))
 case("globalmaxpool_3d", single_op("GlobalMaxPool", [("x", distinct(1, 2, 3, 2, 4))], opset=22))
 case("globalmaxpool_f64", single_op("GlobalMaxPool", [("x", distinct(2, 2, 3, 3, dtype=F64))], opset=22))
+
+# ---- DepthToSpace, SpaceToDepth (ops/depth_space.c): both modes ----------------
+for v, mode in ((1, None), (11, "DCR"), (13, "CRD"), (28, "DCR"), (28, "CRD")):
+    attrs = {"blocksize": 2, **({"mode": mode} if mode else {})}
+    case(f"depthtospace_v{v}_{mode}", single_op("DepthToSpace", [("x", rand(2, 8, 2, 3))], opset=v, attrs=attrs))
+for v, mode in ((1, None), (13, None), (28, "DCR"), (28, "CRD")):
+    attrs = {"blocksize": 2, **({"mode": mode} if mode else {})}
+    case(f"spacetodepth_v{v}_{mode}", single_op("SpaceToDepth", [("x", rand(2, 3, 4, 6))], opset=v, attrs=attrs))
+case("depthtospace_b3_f64", single_op("DepthToSpace", [("x", rand(1, 18, 2, 2, dtype=F64))], opset=13,
+                                      attrs={"blocksize": 3, "mode": "CRD"}))
