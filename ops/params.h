@@ -253,6 +253,12 @@ struct depth_space_params {
     int to_space;                  /* 1: DepthToSpace, 0: SpaceToDepth */
 };
 
+/* ops/eye_nonzero.c */
+struct eye_like_params {
+    int dtype;                     /* 0: the input's */
+    int64_t k;                     /* the diagonal: > 0 above the main one */
+};
+
 /* ops/unary_math.c: the trigonometric and hyperbolic functions, Softsign,
  * ThresholdedRelu, Shrink, and their one gradient kernel UnaryMathGrad. */
 enum unary_math_fn {

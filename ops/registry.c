@@ -69,6 +69,9 @@
     /* DepthToSpace, SpaceToDepth of ops/depth_space.c */ \
     X(op_depth_to_space) \
     X(op_space_to_depth) \
+    /* EyeLike, NonZero of ops/eye_nonzero.c */ \
+    X(op_eye_like) \
+    X(op_nonzero) \
     /* nn: conv, pool, normalization, gemm/matmul */ \
     X(op_conv) \
     X(op_conv_transpose) \

@@ -36,6 +36,12 @@ cudaError_t cuda_umath_grad_launch(cudaStream_t stream, int fn, int dtype, int64
 cudaError_t cuda_misc_div_launch(cudaStream_t stream, int dtype, int64_t n, void *x,
                                  double divisor);
 
+/* out element start + i * step (elements of esize bytes: 1, 2, 4 or 8)
+ * receives the low esize bytes of `bits`, for i < count: EyeLike's ones. */
+cudaError_t cuda_misc_fill_strided_launch(cudaStream_t stream, size_t esize, void *out,
+                                          int64_t start, int64_t step, int64_t count,
+                                          uint64_t bits);
+
 /* ---- broadcasting binary integer ops (ops/bitwise.c) ---- */
 
 #define CUDA_MISC_MAX_RANK 8

@@ -4,11 +4,13 @@
  * the bitwise operators of ops/bitwise.c, and Mean and GlobalMaxPool of
  * ops/mean_max.c, made of the elementwise family's Sum and ReduceMax as on
  * the CPU, and DepthToSpace / SpaceToDepth, the layout family's strided copy
- * through the CPU's plan; and the family's table, cuda_kernels_misc.
+ * through the CPU's plan, and EyeLike and NonZero (ops/eye_nonzero.c); and
+ * the family's table, cuda_kernels_misc.
  *
  * Shapes, dtypes and attributes have been checked by the CPU op_def's
  * infer() before a kernel runs; the parameters are the ones its parse()
  * made (ops/params.h). Device code: ops/cuda/misc_kernels.cu. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops/cuda/elem-impl.h"
@@ -133,6 +135,53 @@ static int cuda_misc_depth_space(struct op_call *c)
                                      onnx_dtype_size(c->in[0]->dtype), 6, dims, st);
 }
 
+/* ---- EyeLike, NonZero (ops/eye_nonzero.c) -------------------------------------- */
+
+static int cuda_misc_eye_like(struct op_call *c)
+{
+    struct tensor *y = c->out[0];
+    cudaStream_t s = cuda_ctx_of(c)->stream;
+    int64_t start, step, count;
+    uint64_t one;
+    if (tensor_numel(y) == 0)
+        return 0;
+    ew_eye_like_diagonal(c, &start, &step, &count, &one);
+    CUDA_TRY(c, cudaMemsetAsync(y->data, 0, tensor_size_bytes(y), s));
+    CUDA_TRY(c, cuda_misc_fill_strided_launch(s, onnx_dtype_size(y->dtype), y->data, start, step,
+                                              count, one));
+    return 0;
+}
+
+static void CUDART_CB misc_host_free(void *ptr)
+{
+    free(ptr);
+}
+
+/* The input is a host tensor (op_def.host_inputs): the indices are found on
+ * the host, as infer counted them, and copied into the output; the host
+ * buffer is freed once the queued copy has run. */
+static int cuda_misc_nonzero(struct op_call *c)
+{
+    struct tensor *y = c->out[0];
+    size_t bytes = tensor_size_bytes(y);
+    if (bytes == 0)
+        return 0;
+    int64_t *host = malloc(bytes);
+    if (!host)
+        return op_error(c, "out of host memory for %zu bytes of indices", bytes);
+    ew_nonzero_fill(c->in[0], y->dims[1], host);
+    cudaStream_t s = cuda_ctx_of(c)->stream;
+    cudaError_t e = cudaMemcpyAsync(y->data, host, bytes, cudaMemcpyHostToDevice, s);
+    if (e == cudaSuccess)
+        e = cudaLaunchHostFunc(s, misc_host_free, host);
+    if (e != cudaSuccess) {
+        cudaStreamSynchronize(s);  /* the copy may be queued: wait before the buffer goes */
+        free(host);
+        return op_error(c, "CUDA: %s (copying %zu bytes of indices)", cudaGetErrorString(e), bytes);
+    }
+    return 0;
+}
+
 /* ---- the family's table ---------------------------------------------------- */
 
 const struct cuda_kernel_entry cuda_kernels_misc[] = {
@@ -157,6 +206,8 @@ const struct cuda_kernel_entry cuda_kernels_misc[] = {
     { "", "GlobalMaxPool", cuda_misc_global_max_pool },
     { "", "DepthToSpace", cuda_misc_depth_space },
     { "", "SpaceToDepth", cuda_misc_depth_space },
+    { "", "EyeLike", cuda_misc_eye_like },
+    { "", "NonZero", cuda_misc_nonzero },
     { "dtrexec", "UnaryMathGrad", cuda_misc_unary_math_grad },
     { 0 },
 };

@@ -2,7 +2,7 @@
  * (ops/cuda/misc.c): the functions of ops/unary_math.c and their
  * derivatives, expression for expression as the CPU's (float math in
  * float, double in double), and the bitwise operators of ops/bitwise.c
- * over a broadcast geometry, and Mean's division. */
+ * over a broadcast geometry, Mean's division and EyeLike's diagonal. */
 #include "ops/cuda/elem-device.cuh"
 #include "ops/cuda/misc-kernels.h"
 #include "ops/params.h"
@@ -159,7 +159,42 @@ __global__ void __launch_bounds__(EW_THREADS) div_kernel(int64_t n, T *x, T d)
         x[i] = x[i] / d;
 }
 
+template <typename E>
+__global__ void __launch_bounds__(EW_THREADS)
+    fill_strided_kernel(E *o, int64_t start, int64_t step, int64_t count, E v)
+{
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride)
+        o[start + i * step] = v;
+}
+
+template <typename E>
+cudaError_t fill_strided(cudaStream_t s, void *out, int64_t start, int64_t step, int64_t count,
+                         uint64_t bits)
+{
+    E v;
+    memcpy(&v, &bits, sizeof v);   /* little-endian: the low bytes */
+    fill_strided_kernel<E><<<ew_blocks(count, EW_THREADS), EW_THREADS, 0, s>>>(
+        (E *)out, start, step, count, v);
+    return cudaGetLastError();
+}
+
 } // namespace
+
+extern "C" cudaError_t cuda_misc_fill_strided_launch(cudaStream_t stream, size_t esize, void *out,
+                                                     int64_t start, int64_t step, int64_t count,
+                                                     uint64_t bits)
+{
+    if (count <= 0)
+        return cudaSuccess;
+    switch (esize) {
+    case 1: return fill_strided<uint8_t>(stream, out, start, step, count, bits);
+    case 2: return fill_strided<uint16_t>(stream, out, start, step, count, bits);
+    case 4: return fill_strided<uint32_t>(stream, out, start, step, count, bits);
+    case 8: return fill_strided<uint64_t>(stream, out, start, step, count, bits);
+    default: return cudaErrorNotSupported;
+    }
+}
 
 extern "C" cudaError_t cuda_misc_div_launch(cudaStream_t stream, int dtype, int64_t n, void *x,
                                             double divisor)
