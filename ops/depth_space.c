@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "ops/shape-impl.h"
+#include "ops/misc-impl.h"
 #include "ops/params.h"
 
 static int depth_space_parse(const struct onnx_node *node, int version, void **params,
@@ -94,7 +95,7 @@ static int depth_space_infer(struct op_call *c)
     return 0;
 }
 
-void shape_depth_space_plan(const struct op_call *c, int64_t *dims, int64_t *strides)
+void misc_depth_space_plan(const struct op_call *c, int64_t *dims, int64_t *strides)
 {
     const struct depth_space_params *p = c->params;
     const struct tensor *x = c->in[0];
@@ -135,7 +136,7 @@ static int depth_space_cpu(struct op_call *c)
     int64_t dims[6], st[6];
     if (tensor_numel(c->out[0]) == 0)
         return 0;
-    shape_depth_space_plan(c, dims, st);
+    misc_depth_space_plan(c, dims, st);
     shape_copy_strided(c->out[0]->data, c->in[0]->data, onnx_dtype_size(c->in[0]->dtype), 6,
                        dims, st);
     return 0;

@@ -455,20 +455,6 @@ struct op_cost ew_cost_scaled(const struct op_call *c, double flops_per_elem);
  * axis of input 0, *noop = 1 for an identity; 0, or -1 with op_error. */
 int ew_reduce_mask(const struct op_call *c, int *mask, int *noop);
 
-/* GlobalMaxPool (ops/mean_max.c) as the ReduceMax-18 call *r over the
- * spatial axes of c's input: r is c with op_reduce_max's def, and inputs
- * in[0] = X, in[1] = axes, a host int64 tensor over axes_data (room for
- * TENSOR_MAX_RANK). The caller's arrays must outlive r; 0 or -1 (op_error). */
-int ew_global_max_pool_call(const struct op_call *c, struct op_call *r, struct tensor *axes,
-                            int64_t *axes_data, const struct tensor **in);
-
-/* EyeLike's ones (ops/eye_nonzero.c): elements start + i * step of the
- * output for i < count, each holding the bits *one (the dtype's 1). */
-int ew_eye_like_diagonal(const struct op_call *c, int64_t *start, int64_t *step, int64_t *count,
-                         uint64_t *one);
-/* NonZero's indices of host tensor x into out ([rank, count] int64). */
-void ew_nonzero_fill(const struct tensor *x, int64_t count, int64_t *out);
-
 /* Dropout's mask generator (ops/dropout.c), which every backend shares so
  * that their masks agree bit for bit: the key of a call (env->seed mixed with
  * the node's seed, or with a hash of its name), and the call's ratio and

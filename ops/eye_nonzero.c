@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "ops/elementwise-impl.h"
+#include "ops/misc-impl.h"
 #include "ops/params.h"
 
 #define EYE_LIST "float, double, int8, int16, int32, int64, uint8, uint16, uint32, uint64, " \
@@ -64,7 +65,7 @@ static int eye_like_infer(struct op_call *c)
     return 0;
 }
 
-int ew_eye_like_diagonal(const struct op_call *c, int64_t *start, int64_t *step, int64_t *count,
+int misc_eye_like_diagonal(const struct op_call *c, int64_t *start, int64_t *step, int64_t *count,
                          uint64_t *one)
 {
     const struct eye_like_params *p = c->params;
@@ -96,7 +97,7 @@ static int eye_like_cpu(struct op_call *c)
     struct tensor *y = c->out[0];
     int64_t start, step, count;
     uint64_t one;
-    ew_eye_like_diagonal(c, &start, &step, &count, &one);
+    misc_eye_like_diagonal(c, &start, &step, &count, &one);
     size_t es = onnx_dtype_size(y->dtype);
     memset(y->data, 0, tensor_size_bytes(y));
     for (int64_t i = 0; i < count; i++)
@@ -147,7 +148,7 @@ static int nonzero_infer(struct op_call *c)
     return 0;
 }
 
-void ew_nonzero_fill(const struct tensor *x, int64_t count, int64_t *out)
+void misc_nonzero_fill(const struct tensor *x, int64_t count, int64_t *out)
 {
     int64_t n = tensor_numel(x), idx[TENSOR_MAX_RANK] = { 0 }, j = 0;
     for (int64_t i = 0; i < n && j < count; i++) {
@@ -166,7 +167,7 @@ void ew_nonzero_fill(const struct tensor *x, int64_t count, int64_t *out)
 
 static int nonzero_cpu(struct op_call *c)
 {
-    ew_nonzero_fill(c->in[0], c->out[0]->dims[1], c->out[0]->data);
+    misc_nonzero_fill(c->in[0], c->out[0]->dims[1], c->out[0]->data);
     return 0;
 }
 

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "ops/elementwise-impl.h"
+#include "ops/misc-impl.h"
 #include "ops/params.h"
 
 #define FLOATS_LIST "float, double"
@@ -106,8 +107,8 @@ static int gmp_parse(const struct onnx_node *node, int version, void **params, c
     return op_reduce_max.parse(&r, 18, params, err, err_size);
 }
 
-/* The ReduceMax call a GlobalMaxPool call c runs (elementwise-impl.h). */
-int ew_global_max_pool_call(const struct op_call *c, struct op_call *r, struct tensor *axes,
+/* The ReduceMax call a GlobalMaxPool call c runs (ops/misc-impl.h). */
+int misc_global_max_pool_call(const struct op_call *c, struct op_call *r, struct tensor *axes,
                             int64_t *axes_data, const struct tensor **in)
 {
     const struct tensor *x = c->in[0];
@@ -140,7 +141,7 @@ static int gmp_infer(struct op_call *c)
     struct tensor axes;
     int64_t ax[TENSOR_MAX_RANK];
     const struct tensor *in[2];
-    if (ew_global_max_pool_call(c, &r, &axes, ax, in))
+    if (misc_global_max_pool_call(c, &r, &axes, ax, in))
         return -1;
     return op_reduce_max.infer(&r);
 }
@@ -151,7 +152,7 @@ static int gmp_cpu(struct op_call *c)
     struct tensor axes;
     int64_t ax[TENSOR_MAX_RANK];
     const struct tensor *in[2];
-    if (ew_global_max_pool_call(c, &r, &axes, ax, in))
+    if (misc_global_max_pool_call(c, &r, &axes, ax, in))
         return -1;
     return op_reduce_max.kernel[BACKEND_CPU](&r);
 }

@@ -239,9 +239,4 @@ static inline int shape_parse_target(const struct onnx_node *node, struct tensor
     return 0;
 }
 
-/* DepthToSpace / SpaceToDepth (ops/depth_space.c) as one strided copy:
- * the contiguous output is the rank-6 array dims[0..6), and its element at
- * index i is the input's at sum_k i_k * strides[k]. */
-void shape_depth_space_plan(const struct op_call *c, int64_t *dims, int64_t *strides);
-
 #endif

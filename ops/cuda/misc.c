@@ -17,8 +17,8 @@
 #include "ops/cuda/layout-impl.h"
 #include "ops/cuda/misc-kernels.h"
 #include "ops/elementwise-impl.h"
+#include "ops/misc-impl.h"
 #include "ops/params.h"
-#include "ops/shape-impl.h"
 
 /* ---- one-input math (ops/unary_math.c) ----------------------------------- */
 
@@ -118,7 +118,7 @@ static int cuda_misc_global_max_pool(struct op_call *c)
     struct tensor axes;
     int64_t ax[TENSOR_MAX_RANK];
     const struct tensor *in[2];
-    if (ew_global_max_pool_call(c, &r, &axes, ax, in))
+    if (misc_global_max_pool_call(c, &r, &axes, ax, in))
         return -1;
     return cuda_elem_reduce(&r);
 }
@@ -130,7 +130,7 @@ static int cuda_misc_depth_space(struct op_call *c)
     int64_t dims[6], st[6];
     if (tensor_numel(c->out[0]) == 0)
         return 0;
-    shape_depth_space_plan(c, dims, st);
+    misc_depth_space_plan(c, dims, st);
     return layout_copy_to_contiguous(c, c->out[0]->data, c->in[0]->data,
                                      onnx_dtype_size(c->in[0]->dtype), 6, dims, st);
 }
@@ -145,7 +145,7 @@ static int cuda_misc_eye_like(struct op_call *c)
     uint64_t one;
     if (tensor_numel(y) == 0)
         return 0;
-    ew_eye_like_diagonal(c, &start, &step, &count, &one);
+    misc_eye_like_diagonal(c, &start, &step, &count, &one);
     CUDA_TRY(c, cudaMemsetAsync(y->data, 0, tensor_size_bytes(y), s));
     CUDA_TRY(c, cuda_misc_fill_strided_launch(s, onnx_dtype_size(y->dtype), y->data, start, step,
                                               count, one));
@@ -169,7 +169,7 @@ static int cuda_misc_nonzero(struct op_call *c)
     int64_t *host = malloc(bytes);
     if (!host)
         return op_error(c, "out of host memory for %zu bytes of indices", bytes);
-    ew_nonzero_fill(c->in[0], y->dims[1], host);
+    misc_nonzero_fill(c->in[0], y->dims[1], host);
     cudaStream_t s = cuda_ctx_of(c)->stream;
     cudaError_t e = cudaMemcpyAsync(y->data, host, bytes, cudaMemcpyHostToDevice, s);
     if (e == cudaSuccess)

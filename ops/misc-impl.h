@@ -1,0 +1,32 @@
+/* ops/misc-impl.h — what the CPU files of issue 18's operators
+ * (ops/mean_max.c, depth_space.c, eye_nonzero.c, along_axis.c) share with
+ * their CUDA kernels in ops/cuda/misc.c: the plans both backends run, so
+ * that the two compute the same thing from the same shapes and parameters.
+ * Not part of the ops/ interface. */
+#ifndef DTRX_OPS_MISC_IMPL_H
+#define DTRX_OPS_MISC_IMPL_H
+
+#include <stdint.h>
+
+#include "ops/ops.h"
+
+/* GlobalMaxPool (ops/mean_max.c) as the ReduceMax-18 call *r over the
+ * spatial axes of c's input: r is c with op_reduce_max's def, and inputs
+ * in[0] = X, in[1] = axes, a host int64 tensor over axes_data (room for
+ * TENSOR_MAX_RANK). The caller's arrays must outlive r; 0 or -1 (op_error). */
+int misc_global_max_pool_call(const struct op_call *c, struct op_call *r, struct tensor *axes,
+                            int64_t *axes_data, const struct tensor **in);
+
+/* EyeLike's ones (ops/eye_nonzero.c): elements start + i * step of the
+ * output for i < count, each holding the bits *one (the dtype's 1). */
+int misc_eye_like_diagonal(const struct op_call *c, int64_t *start, int64_t *step, int64_t *count,
+                         uint64_t *one);
+/* NonZero's indices of host tensor x into out ([rank, count] int64). */
+void misc_nonzero_fill(const struct tensor *x, int64_t count, int64_t *out);
+
+/* DepthToSpace / SpaceToDepth (ops/depth_space.c) as one strided copy:
+ * the contiguous output is the rank-6 array dims[0..6), and its element at
+ * index i is the input's at sum_k i_k * strides[k]. */
+void misc_depth_space_plan(const struct op_call *c, int64_t *dims, int64_t *strides);
+
+#endif
