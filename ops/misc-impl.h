@@ -29,4 +29,13 @@ void misc_nonzero_fill(const struct tensor *x, int64_t count, int64_t *out);
  * index i is the input's at sum_k i_k * strides[k]. */
 void misc_depth_space_plan(const struct op_call *c, int64_t *dims, int64_t *strides);
 
+/* The lines of an along-axis op (ops/along_axis.c): element k of line
+ * (o, i) is at (o * n + k) * inner + i of the input (and output). The axis
+ * comes from the parameters or, for CumProd / CumProdGrad, from the host
+ * input; 0, or -1 after op_error. */
+struct misc_axis_geom {
+    int64_t outer, n, inner;
+};
+int misc_axis_geom(const struct op_call *c, struct misc_axis_geom *g);
+
 #endif

@@ -8,6 +8,19 @@
 
 #include "ops/nn-impl.h"
 
+/* ops/along_axis.c */
+enum along_axis_kind {
+    ALONG_HARDMAX, ALONG_LPNORM, ALONG_LPNORM_GRAD, ALONG_CUMPROD, ALONG_CUMPROD_GRAD,
+};
+
+struct along_axis_params {
+    int kind;                      /* enum along_axis_kind */
+    int64_t axis;                  /* Hardmax, LpNormalization (CumProd: input 1) */
+    int coerce_2d;                 /* Hardmax < 13 */
+    int p;                         /* LpNormalization: 1 or 2 */
+    int exclusive, reverse;        /* CumProd */
+};
+
 /* ops/batch_norm.c */
 struct batch_norm_params {
     float epsilon, momentum;

@@ -72,6 +72,12 @@
     /* EyeLike, NonZero of ops/eye_nonzero.c */ \
     X(op_eye_like) \
     X(op_nonzero) \
+    /* Hardmax, LpNormalization, CumProd of ops/along_axis.c */ \
+    X(op_hardmax) \
+    X(op_lp_normalization) \
+    X(op_lp_normalization_grad) \
+    X(op_cumprod) \
+    X(op_cumprod_grad) \
     /* nn: conv, pool, normalization, gemm/matmul */ \
     X(op_conv) \
     X(op_conv_transpose) \

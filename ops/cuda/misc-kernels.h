@@ -42,6 +42,21 @@ cudaError_t cuda_misc_fill_strided_launch(cudaStream_t stream, size_t esize, voi
                                           int64_t start, int64_t step, int64_t count,
                                           uint64_t bits);
 
+/* ---- along one axis (ops/along_axis.c) ---- */
+
+/* One line per thread: element k of line (o, i) at (o * n + k) * inner + i.
+ * kind is an enum along_axis_kind; a is X (dy for the gradients), b is X
+ * for the gradients (else unused). */
+struct cuda_along_args {
+    int kind, dtype;
+    int64_t outer, n, inner;
+    int p, exclusive, reverse;
+    const void *a, *b;
+    void *out;
+};
+
+cudaError_t cuda_along_launch(cudaStream_t stream, const struct cuda_along_args *a);
+
 /* ---- broadcasting binary integer ops (ops/bitwise.c) ---- */
 
 #define CUDA_MISC_MAX_RANK 8

@@ -4,8 +4,9 @@
  * the bitwise operators of ops/bitwise.c, and Mean and GlobalMaxPool of
  * ops/mean_max.c, made of the elementwise family's Sum and ReduceMax as on
  * the CPU, and DepthToSpace / SpaceToDepth, the layout family's strided copy
- * through the CPU's plan, and EyeLike and NonZero (ops/eye_nonzero.c); and
- * the family's table, cuda_kernels_misc.
+ * through the CPU's plan, EyeLike and NonZero (ops/eye_nonzero.c), and the
+ * line kernels of ops/along_axis.c; and the family's table,
+ * cuda_kernels_misc.
  *
  * Shapes, dtypes and attributes have been checked by the CPU op_def's
  * infer() before a kernel runs; the parameters are the ones its parse()
@@ -182,6 +183,30 @@ static int cuda_misc_nonzero(struct op_call *c)
     return 0;
 }
 
+/* ---- Hardmax, LpNormalization, CumProd (ops/along_axis.c) ------------------------ */
+
+static int cuda_misc_along(struct op_call *c)
+{
+    const struct along_axis_params *p = c->params;
+    const int grad = p->kind == ALONG_LPNORM_GRAD || p->kind == ALONG_CUMPROD_GRAD;
+    struct misc_axis_geom g;
+    if (misc_axis_geom(c, &g))
+        return -1;
+    struct cuda_along_args a = {
+        .kind = p->kind, .dtype = c->in[grad ? 1 : 0]->dtype,
+        .outer = g.outer, .n = g.n, .inner = g.inner,
+        .p = p->p, .exclusive = p->exclusive, .reverse = p->reverse,
+        .a = c->in[0]->data, .b = grad ? c->in[1]->data : NULL, .out = c->out[0]->data,
+    };
+    cudaError_t e = cuda_along_launch(cuda_ctx_of(c)->stream, &a);
+    if (e == cudaErrorNotSupported)
+        return ew_dtype_error(c, "input", a.dtype,
+                              p->kind == ALONG_CUMPROD
+                                  ? "float, double, int32, int64, uint32, uint64" : "float, double");
+    CUDA_TRY(c, e);
+    return 0;
+}
+
 /* ---- the family's table ---------------------------------------------------- */
 
 const struct cuda_kernel_entry cuda_kernels_misc[] = {
@@ -208,6 +233,11 @@ const struct cuda_kernel_entry cuda_kernels_misc[] = {
     { "", "SpaceToDepth", cuda_misc_depth_space },
     { "", "EyeLike", cuda_misc_eye_like },
     { "", "NonZero", cuda_misc_nonzero },
+    { "", "Hardmax", cuda_misc_along },
+    { "", "LpNormalization", cuda_misc_along },
+    { "", "CumProd", cuda_misc_along },
+    { "dtrexec", "LpNormalizationGrad", cuda_misc_along },
+    { "dtrexec", "CumProdGrad", cuda_misc_along },
     { "dtrexec", "UnaryMathGrad", cuda_misc_unary_math_grad },
     { 0 },
 };

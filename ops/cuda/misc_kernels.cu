@@ -2,7 +2,9 @@
  * (ops/cuda/misc.c): the functions of ops/unary_math.c and their
  * derivatives, expression for expression as the CPU's (float math in
  * float, double in double), and the bitwise operators of ops/bitwise.c
- * over a broadcast geometry, Mean's division and EyeLike's diagonal. */
+ * over a broadcast geometry, Mean's division, EyeLike's diagonal, and the
+ * line kernels of ops/along_axis.c (Hardmax, LpNormalization, CumProd and
+ * their gradients), one thread per line with the CPU's arithmetic. */
 #include "ops/cuda/elem-device.cuh"
 #include "ops/cuda/misc-kernels.h"
 #include "ops/params.h"
@@ -179,7 +181,143 @@ cudaError_t fill_strided(cudaStream_t s, void *out, int64_t start, int64_t step,
     return cudaGetLastError();
 }
 
+/* ---- along one axis: the CPU's line functions -------------------------------- */
+
+template <typename T> __device__ void hardmax_line(int64_t n, int64_t st, const T *x, T *y)
+{
+    int64_t best = 0;
+    T bv = x[0];
+    for (int64_t k = 1; k < n; k++) {
+        T v = x[k * st];
+        if (v > bv || (v != v && bv == bv)) {
+            best = k;
+            bv = v;
+        }
+    }
+    for (int64_t k = 0; k < n; k++)
+        y[k * st] = k == best ? (T)1 : (T)0;
+}
+
+template <typename T> __device__ T lp_norm(int p, int64_t n, int64_t st, const T *x)
+{
+    T s = 0;
+    for (int64_t k = 0; k < n; k++)
+        s += p == 1 ? m_fabs(x[k * st]) : x[k * st] * x[k * st];
+    return p == 1 ? s : m_sqrt(s);
+}
+
+template <typename T> __device__ void lpnorm_line(int p, int64_t n, int64_t st, const T *x, T *y)
+{
+    const T nrm = lp_norm<T>(p, n, st, x);
+    for (int64_t k = 0; k < n; k++)
+        y[k * st] = nrm == 0 ? (T)0 : x[k * st] / nrm;
+}
+
+template <typename T>
+__device__ void lpnorm_grad_line(int p, int64_t n, int64_t st, const T *dy, const T *x, T *dx)
+{
+    const T nrm = lp_norm<T>(p, n, st, x);
+    if (nrm == 0) {
+        for (int64_t k = 0; k < n; k++)
+            dx[k * st] = 0;
+        return;
+    }
+    T dot = 0;
+    for (int64_t k = 0; k < n; k++)
+        dot += dy[k * st] * (x[k * st] / nrm);
+    for (int64_t k = 0; k < n; k++) {
+        const T v = x[k * st];
+        const T s = p == 2 ? v / nrm : (T)((v > 0) - (v < 0));
+        dx[k * st] = (dy[k * st] - s * dot) / nrm;
+    }
+}
+
+template <typename T>
+__device__ void cumprod_line(int excl, int rev, int64_t n, int64_t st, const T *x, T *y)
+{
+    typedef typename wrap_of<T>::W W;
+    W acc = 1;
+    for (int64_t t = 0; t < n; t++) {
+        const int64_t k = (rev ? n - 1 - t : t) * st;
+        if (excl) {
+            y[k] = (T)acc;
+            acc = (W)(acc * (W)x[k]);
+        } else {
+            acc = (W)(acc * (W)x[k]);
+            y[k] = (T)acc;
+        }
+    }
+}
+
+template <typename T>
+__device__ void cumprod_grad_line(int excl, int rev, int64_t n, int64_t st, const T *dy,
+                                  const T *x, T *dx)
+{
+    T r = 0, next = 0;
+    for (int64_t t = n - 1; t >= 0; t--) {
+        const int64_t k = (rev ? n - 1 - t : t) * st;
+        if (excl) {
+            dx[k] = r;
+            r = dy[k] + x[k] * r;
+        } else {
+            r = dy[k] + next * r;
+            dx[k] = r;
+            next = x[k];
+        }
+    }
+    T pre = 1;
+    for (int64_t t = 0; t < n; t++) {
+        const int64_t k = (rev ? n - 1 - t : t) * st;
+        dx[k] *= pre;
+        pre *= x[k];
+    }
+}
+
+template <typename T> __global__ void __launch_bounds__(EW_THREADS) along_kernel(cuda_along_args a)
+{
+    const int64_t lines = a.outer * a.inner;
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    const T *x = (const T *)a.a, *xb = (const T *)a.b;
+    T *y = (T *)a.out;
+    for (int64_t l = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; l < lines; l += stride) {
+        const int64_t o = l / a.inner, i = l % a.inner, base = o * a.n * a.inner + i;
+        if constexpr (std::is_floating_point<T>::value) {
+            switch (a.kind) {
+            case ALONG_HARDMAX: hardmax_line<T>(a.n, a.inner, x + base, y + base); break;
+            case ALONG_LPNORM: lpnorm_line<T>(a.p, a.n, a.inner, x + base, y + base); break;
+            case ALONG_LPNORM_GRAD:
+                lpnorm_grad_line<T>(a.p, a.n, a.inner, x + base, xb + base, y + base);
+                break;
+            case ALONG_CUMPROD:
+                cumprod_line<T>(a.exclusive, a.reverse, a.n, a.inner, x + base, y + base);
+                break;
+            default:
+                cumprod_grad_line<T>(a.exclusive, a.reverse, a.n, a.inner, x + base, xb + base,
+                                     y + base);
+            }
+        } else {
+            cumprod_line<T>(a.exclusive, a.reverse, a.n, a.inner, x + base, y + base);
+        }
+    }
+}
+
 } // namespace
+
+extern "C" cudaError_t cuda_along_launch(cudaStream_t stream, const struct cuda_along_args *a)
+{
+    auto go = [&](auto tag) -> cudaError_t {
+        typedef typename dt<decltype(tag)::value>::T T;
+        const int64_t lines = a->outer * a->inner;
+        if (lines <= 0 || a->n <= 0)
+            return cudaSuccess;
+        along_kernel<T><<<ew_blocks(lines, EW_THREADS), EW_THREADS, 0, stream>>>(*a);
+        return cudaGetLastError();
+    };
+    if (a->kind == ALONG_CUMPROD)
+        return dtype_visit<DS_FLOATS | DS_(ONNX_DTYPE_INT32) | DS_(ONNX_DTYPE_INT64) |
+                           DS_(ONNX_DTYPE_UINT32) | DS_(ONNX_DTYPE_UINT64)>(a->dtype, go);
+    return dtype_visit<DS_FLOATS>(a->dtype, go);
+}
 
 extern "C" cudaError_t cuda_misc_fill_strided_launch(cudaStream_t stream, size_t esize, void *out,
                                                      int64_t start, int64_t step, int64_t count,

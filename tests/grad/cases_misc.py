@@ -96,3 +96,30 @@ for v, mode in ((1, None), (13, None), (28, "DCR"), (28, "CRD")):
     case(f"spacetodepth_v{v}_{mode}", single_op("SpaceToDepth", [("x", rand(2, 3, 4, 6))], opset=v, attrs=attrs))
 case("depthtospace_b3_f64", single_op("DepthToSpace", [("x", rand(1, 18, 2, 2, dtype=F64))], opset=13,
                                       attrs={"blocksize": 3, "mode": "CRD"}))
+
+# ---- LpNormalization, CumProd (ops/along_axis.c) --------------------------------
+for v in (1, 22):
+    for pn in (1, 2):
+        for axis in (-1, 0, 1):
+            x = rand(3, 4, 2, low=0.2, high=1.5) * np.where(rand(3, 4, 2) > 0, 1, -1).astype(np.float32)
+            case(f"lpnorm_v{v}_p{pn}_ax{axis}", single_op("LpNormalization", [("x", x)], opset=v,
+                                                         attrs={"p": pn, "axis": axis}))
+case("lpnorm_f64", single_op("LpNormalization", [("x", rand(2, 5, low=0.3, high=1.0, dtype=F64))], opset=22))
+
+
+def with_zero(x):
+    """x with one exact zero, whose gradient the division-free formula must get right."""
+    x = x.copy()
+    x.flat[1] = 0
+    return x
+
+
+for excl in (0, 1):
+    for rev in (0, 1):
+        for axis in (0, 1, -1):
+            case(f"cumprod_e{excl}_r{rev}_ax{axis}",
+                 single_op("CumProd", [("x", with_zero(rand(3, 4, low=0.5, high=1.5))),
+                                       ("axis", np.array(axis, np.int64))],
+                           opset=26, attrs={"exclusive": excl, "reverse": rev}))
+case("cumprod_f64_i32axis", single_op("CumProd", [("x", rand(2, 3, 4, low=-1.5, high=1.5, dtype=F64)),
+                                                  ("axis", np.array(2, np.int32))], opset=26))
