@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "ops/ops.h"
+#include "ops/params.h"
 
 /* GlobalMaxPool (ops/mean_max.c) as the ReduceMax-18 call *r over the
  * spatial axes of c's input: r is c with op_reduce_max's def, and inputs
@@ -37,5 +38,22 @@ struct misc_axis_geom {
     int64_t outer, n, inner;
 };
 int misc_axis_geom(const struct op_call *c, struct misc_axis_geom *g);
+
+/* Compress (ops/select_axis.c) as the Gather call m->call: the input (seen
+ * flattened without an axis) and the true entries of the condition as host
+ * int64 indices in m->idx_data, which the caller frees (after the call has
+ * run). 0, or -1 after op_error. */
+struct misc_compress {
+    struct op_call call;
+    struct tensor x, idx;
+    const struct tensor *in[2];
+    struct gather_params params;
+    int64_t *idx_data;
+};
+int misc_compress_call(const struct op_call *c, struct misc_compress *m);
+
+/* ReverseSequence (ops/select_axis.c) sees its input as [d0, d1, inner]:
+ * axes 0 and 1 (batch and time in either order) and the rest. */
+void misc_reverse_sequence_geom(const struct op_call *c, int64_t *d0, int64_t *d1, int64_t *inner);
 
 #endif

@@ -272,6 +272,16 @@ struct eye_like_params {
     int64_t k;                     /* the diagonal: > 0 above the main one */
 };
 
+/* ops/select_axis.c */
+struct compress_params {
+    int has_axis;                  /* 0: the input is flattened */
+    int64_t axis;
+};
+
+struct reverse_sequence_params {
+    int batch_axis;                /* 0 or 1; time_axis is the other */
+};
+
 /* ops/unary_math.c: the trigonometric and hyperbolic functions, Softsign,
  * ThresholdedRelu, Shrink, and their one gradient kernel UnaryMathGrad. */
 enum unary_math_fn {

@@ -78,6 +78,9 @@
     X(op_lp_normalization_grad) \
     X(op_cumprod) \
     X(op_cumprod_grad) \
+    /* Compress, ReverseSequence of ops/select_axis.c */ \
+    X(op_compress) \
+    X(op_reverse_sequence) \
     /* nn: conv, pool, normalization, gemm/matmul */ \
     X(op_conv) \
     X(op_conv_transpose) \

@@ -57,6 +57,14 @@ struct cuda_along_args {
 
 cudaError_t cuda_along_launch(cudaStream_t stream, const struct cuda_along_args *a);
 
+/* ReverseSequence over x seen as [d0, d1, inner] elements of esize bytes
+ * (1, 2, 4 or 8): row (i0, i1) of y is row (i0, t') of x for batch_axis 1,
+ * (t', i1) for 0, with t' = len - 1 - t when t < len (lens: device int64,
+ * one per batch entry, already checked against the time extent). */
+cudaError_t cuda_reverse_seq_launch(cudaStream_t stream, size_t esize, int64_t d0, int64_t d1,
+                                    int64_t inner, int batch_axis, const int64_t *lens,
+                                    const void *x, void *y);
+
 /* ---- broadcasting binary integer ops (ops/bitwise.c) ---- */
 
 #define CUDA_MISC_MAX_RANK 8

@@ -5,8 +5,9 @@
  * ops/mean_max.c, made of the elementwise family's Sum and ReduceMax as on
  * the CPU, and DepthToSpace / SpaceToDepth, the layout family's strided copy
  * through the CPU's plan, EyeLike and NonZero (ops/eye_nonzero.c), and the
- * line kernels of ops/along_axis.c; and the family's table,
- * cuda_kernels_misc.
+ * line kernels of ops/along_axis.c, and Compress (the layout family's
+ * Gather over uploaded indices) and ReverseSequence of ops/select_axis.c;
+ * and the family's table, cuda_kernels_misc.
  *
  * Shapes, dtypes and attributes have been checked by the CPU op_def's
  * infer() before a kernel runs; the parameters are the ones its parse()
@@ -207,6 +208,55 @@ static int cuda_misc_along(struct op_call *c)
     return 0;
 }
 
+/* ---- Compress, ReverseSequence (ops/select_axis.c) -------------------------------- */
+
+/* The condition is a host tensor (op_def.host_inputs); its true entries
+ * become device indices for Gather's kernel. */
+static int cuda_misc_compress(struct op_call *c)
+{
+    struct misc_compress m;
+    if (misc_compress_call(c, &m))
+        return -1;
+    if (m.idx.dims[0] == 0) {
+        free(m.idx_data);
+        return 0;
+    }
+    void *dev = layout_upload(c, m.idx_data, sizeof(int64_t) * (size_t)m.idx.dims[0]);
+    if (!dev)
+        return -1;
+    m.idx.data = dev;
+    int rc = cuda_gather(&m.call);
+    layout_scratch_free(c, dev);
+    return rc;
+}
+
+/* sequence_lens is a host tensor, checked by infer; uploaded as int64. */
+static int cuda_misc_reverse_sequence(struct op_call *c)
+{
+    const struct reverse_sequence_params *p = c->params;
+    const struct tensor *x = c->in[0], *lens = c->in[1];
+    int64_t d0, d1, inner, nb = tensor_numel(lens);
+    if (tensor_numel(x) == 0)
+        return 0;
+    int64_t *host = malloc(sizeof(int64_t) * (size_t)(nb ? nb : 1));
+    if (!host)
+        return op_error(c, "out of host memory for %lld lengths", (long long)nb);
+    for (int64_t b = 0; b < nb; b++)
+        host[b] = tensor_get_int(lens, b);
+    int64_t *dev = layout_upload(c, host, sizeof(int64_t) * (size_t)(nb ? nb : 1));
+    if (!dev)
+        return -1;
+    misc_reverse_sequence_geom(c, &d0, &d1, &inner);
+    cudaError_t e = cuda_reverse_seq_launch(cuda_ctx_of(c)->stream, onnx_dtype_size(x->dtype), d0,
+                                            d1, inner, p->batch_axis, dev, x->data,
+                                            c->out[0]->data);
+    layout_scratch_free(c, dev);
+    if (e == cudaErrorNotSupported)
+        return op_error(c, "elements of %zu bytes are not supported", onnx_dtype_size(x->dtype));
+    CUDA_TRY(c, e);
+    return 0;
+}
+
 /* ---- the family's table ---------------------------------------------------- */
 
 const struct cuda_kernel_entry cuda_kernels_misc[] = {
@@ -238,6 +288,8 @@ const struct cuda_kernel_entry cuda_kernels_misc[] = {
     { "", "CumProd", cuda_misc_along },
     { "dtrexec", "LpNormalizationGrad", cuda_misc_along },
     { "dtrexec", "CumProdGrad", cuda_misc_along },
+    { "", "Compress", cuda_misc_compress },
+    { "", "ReverseSequence", cuda_misc_reverse_sequence },
     { "dtrexec", "UnaryMathGrad", cuda_misc_unary_math_grad },
     { 0 },
 };

@@ -4,7 +4,8 @@
  * float, double in double), and the bitwise operators of ops/bitwise.c
  * over a broadcast geometry, Mean's division, EyeLike's diagonal, and the
  * line kernels of ops/along_axis.c (Hardmax, LpNormalization, CumProd and
- * their gradients), one thread per line with the CPU's arithmetic. */
+ * their gradients), one thread per line with the CPU's arithmetic, and
+ * ReverseSequence's permutation of rows. */
 #include "ops/cuda/elem-device.cuh"
 #include "ops/cuda/misc-kernels.h"
 #include "ops/params.h"
@@ -301,7 +302,50 @@ template <typename T> __global__ void __launch_bounds__(EW_THREADS) along_kernel
     }
 }
 
+/* ---- ReverseSequence ------------------------------------------------------- */
+
+template <typename E>
+__global__ void __launch_bounds__(EW_THREADS)
+    reverse_seq_kernel(int64_t d0, int64_t d1, int64_t inner, int batch_axis,
+                       const int64_t *lens, const E *x, E *y)
+{
+    const int64_t n = d0 * d1 * inner;
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += stride) {
+        const int64_t k = e % inner, r = e / inner, i1 = r % d1, i0 = r / d1;
+        const int64_t b = batch_axis ? i1 : i0, t = batch_axis ? i0 : i1, l = lens[b];
+        const int64_t ts = t < l ? l - 1 - t : t;
+        const int64_t s0 = batch_axis ? ts : i0, s1 = batch_axis ? i1 : ts;
+        y[e] = x[(s0 * d1 + s1) * inner + k];
+    }
+}
+
+template <typename E>
+cudaError_t reverse_seq(cudaStream_t s, int64_t d0, int64_t d1, int64_t inner, int batch_axis,
+                        const int64_t *lens, const void *x, void *y)
+{
+    const int64_t n = d0 * d1 * inner;
+    if (n <= 0)
+        return cudaSuccess;
+    reverse_seq_kernel<E><<<ew_blocks(n, EW_THREADS), EW_THREADS, 0, s>>>(
+        d0, d1, inner, batch_axis, lens, (const E *)x, (E *)y);
+    return cudaGetLastError();
+}
+
 } // namespace
+
+extern "C" cudaError_t cuda_reverse_seq_launch(cudaStream_t stream, size_t esize, int64_t d0,
+                                               int64_t d1, int64_t inner, int batch_axis,
+                                               const int64_t *lens, const void *x, void *y)
+{
+    switch (esize) {
+    case 1: return reverse_seq<uint8_t>(stream, d0, d1, inner, batch_axis, lens, x, y);
+    case 2: return reverse_seq<uint16_t>(stream, d0, d1, inner, batch_axis, lens, x, y);
+    case 4: return reverse_seq<uint32_t>(stream, d0, d1, inner, batch_axis, lens, x, y);
+    case 8: return reverse_seq<uint64_t>(stream, d0, d1, inner, batch_axis, lens, x, y);
+    default: return cudaErrorNotSupported;
+    }
+}
 
 extern "C" cudaError_t cuda_along_launch(cudaStream_t stream, const struct cuda_along_args *a)
 {

@@ -7,6 +7,7 @@ import numpy as np
 from gradutil import rand, single_op
 
 F64 = np.float64
+I64 = np.int64
 
 CASES = []
 
@@ -123,3 +124,18 @@ for excl in (0, 1):
                            opset=26, attrs={"exclusive": excl, "reverse": rev}))
 case("cumprod_f64_i32axis", single_op("CumProd", [("x", rand(2, 3, 4, low=-1.5, high=1.5, dtype=F64)),
                                                   ("axis", np.array(2, np.int32))], opset=26))
+
+# ---- Compress, ReverseSequence (ops/select_axis.c) -------------------------------
+B = np.bool_
+for v, axis in ((9, 0), (11, -1), (28, 1), (11, None)):
+    cond = np.array([1, 0, 1], B) if axis is not None else np.array([0, 1, 1, 0, 1, 0, 0, 1], B)
+    case(f"compress_v{v}_ax{axis}", single_op("Compress", [("x", rand(3, 4)), ("c", cond)], opset=v,
+                                              attrs={} if axis is None else {"axis": axis}))
+case("compress_short_cond", single_op("Compress", [("x", rand(2, 5, 2)), ("c", np.array([0, 1, 1], B))],
+                                      opset=11, attrs={"axis": 1}))
+case("compress_f64", single_op("Compress", [("x", rand(4, 2, dtype=F64)), ("c", np.array([1, 1, 0, 1], B))],
+                               opset=11, attrs={"axis": 0}))
+for v, (b, t, shape, lens) in ((10, (1, 0, (4, 3, 2), [4, 1, 2])), (28, (0, 1, (3, 4), [0, 3, 4]))):
+    case(f"reversesequence_v{v}_b{b}", single_op("ReverseSequence",
+                                                 [("x", rand(*shape)), ("lens", np.array(lens, I64))],
+                                                 opset=v, attrs={"batch_axis": b, "time_axis": t}))
