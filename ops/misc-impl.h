@@ -56,4 +56,19 @@ int misc_compress_call(const struct op_call *c, struct misc_compress *m);
  * axes 0 and 1 (batch and time in either order) and the rest. */
 void misc_reverse_sequence_geom(const struct op_call *c, int64_t *d0, int64_t *d1, int64_t *inner);
 
+/* LRN and LRNGrad (ops/local_norm.c) see X (their last input) as
+ * [n, ch, inner]: the window runs along ch. */
+void misc_lrn_geom(const struct op_call *c, int64_t *n, int64_t *ch, int64_t *inner);
+
+/* MeanVarianceNormalization's groups (ops/local_norm.c): `groups` of
+ * `count` elements; element r of group g lies at the offset of g's index
+ * over the kept axes plus r's over the reduced ones (row-major each). */
+struct misc_groups {
+    int n_kept, n_red;
+    int64_t groups, count;
+    int64_t kept_dims[TENSOR_MAX_RANK], kept_st[TENSOR_MAX_RANK];
+    int64_t red_dims[TENSOR_MAX_RANK], red_st[TENSOR_MAX_RANK];
+};
+int misc_mvn_groups(const struct op_call *c, struct misc_groups *g);
+
 #endif

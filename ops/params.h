@@ -272,6 +272,17 @@ struct eye_like_params {
     int64_t k;                     /* the diagonal: > 0 above the main one */
 };
 
+/* ops/local_norm.c */
+struct lrn_params {
+    int64_t size;
+    float alpha, beta, bias;
+};
+
+struct mvn_params {
+    int n_axes;
+    int64_t axes[TENSOR_MAX_RANK];
+};
+
 /* ops/select_axis.c */
 struct compress_params {
     int has_axis;                  /* 0: the input is flattened */

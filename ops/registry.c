@@ -81,6 +81,11 @@
     /* Compress, ReverseSequence of ops/select_axis.c */ \
     X(op_compress) \
     X(op_reverse_sequence) \
+    /* LRN, MeanVarianceNormalization of ops/local_norm.c */ \
+    X(op_lrn) \
+    X(op_lrn_grad) \
+    X(op_mean_variance_normalization) \
+    X(op_mean_variance_normalization_grad) \
     /* nn: conv, pool, normalization, gemm/matmul */ \
     X(op_conv) \
     X(op_conv_transpose) \

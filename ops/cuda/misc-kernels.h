@@ -65,6 +65,25 @@ cudaError_t cuda_reverse_seq_launch(cudaStream_t stream, size_t esize, int64_t d
                                     int64_t inner, int batch_axis, const int64_t *lens,
                                     const void *x, void *y);
 
+/* ---- LRN, MeanVarianceNormalization (ops/local_norm.c) ---- */
+
+/* One thread per channel line of x seen as [n, ch, inner]; dy NULL for
+ * the forward, given for LRNGrad. */
+struct cuda_lrn_args {
+    int dtype;
+    int64_t n, ch, inner, size;
+    float alpha, beta, bias;
+    const void *dy, *x;
+    void *y;
+};
+cudaError_t cuda_lrn_launch(cudaStream_t stream, const struct cuda_lrn_args *a);
+
+/* One thread per group of struct misc_groups (ops/misc-impl.h), passed as
+ * `groups`; dy NULL for the forward. */
+struct misc_groups;
+cudaError_t cuda_mvn_launch(cudaStream_t stream, int dtype, const struct misc_groups *groups,
+                            const void *dy, const void *x, void *y);
+
 /* ---- broadcasting binary integer ops (ops/bitwise.c) ---- */
 
 #define CUDA_MISC_MAX_RANK 8

@@ -7,7 +7,8 @@
  * through the CPU's plan, EyeLike and NonZero (ops/eye_nonzero.c), and the
  * line kernels of ops/along_axis.c, and Compress (the layout family's
  * Gather over uploaded indices) and ReverseSequence of ops/select_axis.c;
- * and the family's table, cuda_kernels_misc.
+ * LRN and MeanVarianceNormalization of ops/local_norm.c with their
+ * gradients; and the family's table, cuda_kernels_misc.
  *
  * Shapes, dtypes and attributes have been checked by the CPU op_def's
  * infer() before a kernel runs; the parameters are the ones its parse()
@@ -257,6 +258,39 @@ static int cuda_misc_reverse_sequence(struct op_call *c)
     return 0;
 }
 
+/* ---- LRN, MeanVarianceNormalization (ops/local_norm.c) ------------------------------ */
+
+static int cuda_misc_lrn(struct op_call *c)
+{
+    const struct lrn_params *p = c->params;
+    const struct tensor *x = c->in[c->n_in - 1];
+    struct cuda_lrn_args a = {
+        .dtype = x->dtype, .size = p->size, .alpha = p->alpha, .beta = p->beta, .bias = p->bias,
+        .dy = c->n_in == 2 ? c->in[0]->data : NULL, .x = x->data, .y = c->out[0]->data,
+    };
+    misc_lrn_geom(c, &a.n, &a.ch, &a.inner);
+    cudaError_t e = cuda_lrn_launch(cuda_ctx_of(c)->stream, &a);
+    if (e == cudaErrorNotSupported)
+        return ew_dtype_error(c, "X", x->dtype, "float, double");
+    CUDA_TRY(c, e);
+    return 0;
+}
+
+static int cuda_misc_mvn(struct op_call *c)
+{
+    const struct tensor *x = c->in[c->n_in - 1];
+    struct misc_groups g;
+    if (misc_mvn_groups(c, &g))
+        return -1;
+    cudaError_t e = cuda_mvn_launch(cuda_ctx_of(c)->stream, x->dtype, &g,
+                                    c->n_in == 2 ? c->in[0]->data : NULL, x->data,
+                                    c->out[0]->data);
+    if (e == cudaErrorNotSupported)
+        return ew_dtype_error(c, "X", x->dtype, "float, double");
+    CUDA_TRY(c, e);
+    return 0;
+}
+
 /* ---- the family's table ---------------------------------------------------- */
 
 const struct cuda_kernel_entry cuda_kernels_misc[] = {
@@ -290,6 +324,10 @@ const struct cuda_kernel_entry cuda_kernels_misc[] = {
     { "dtrexec", "CumProdGrad", cuda_misc_along },
     { "", "Compress", cuda_misc_compress },
     { "", "ReverseSequence", cuda_misc_reverse_sequence },
+    { "", "LRN", cuda_misc_lrn },
+    { "", "MeanVarianceNormalization", cuda_misc_mvn },
+    { "dtrexec", "LRNGrad", cuda_misc_lrn },
+    { "dtrexec", "MeanVarianceNormalizationGrad", cuda_misc_mvn },
     { "dtrexec", "UnaryMathGrad", cuda_misc_unary_math_grad },
     { 0 },
 };

@@ -5,9 +5,11 @@
  * over a broadcast geometry, Mean's division, EyeLike's diagonal, and the
  * line kernels of ops/along_axis.c (Hardmax, LpNormalization, CumProd and
  * their gradients), one thread per line with the CPU's arithmetic, and
- * ReverseSequence's permutation of rows. */
+ * ReverseSequence's permutation of rows, and LRN and
+ * MeanVarianceNormalization with their gradients (ops/local_norm.c). */
 #include "ops/cuda/elem-device.cuh"
 #include "ops/cuda/misc-kernels.h"
+#include "ops/misc-impl.h"
 #include "ops/params.h"
 
 namespace {
@@ -27,6 +29,8 @@ M_FN(acosh, acoshf)
 M_FN(atanh, atanhf)
 M_FN(sqrt, sqrtf)
 M_FN(fabs, fabsf)
+__device__ inline float m_pow(float x, float y) { return powf(x, y); }
+__device__ inline double m_pow(double x, double y) { return pow(x, y); }
 #undef M_FN
 
 template <typename T> __device__ inline T umath_f(int fn, T x, const cuda_umath_consts &k)
@@ -332,7 +336,124 @@ cudaError_t reverse_seq(cudaStream_t s, int64_t d0, int64_t d1, int64_t inner, i
     return cudaGetLastError();
 }
 
+/* ---- LRN and MeanVarianceNormalization -------------------------------------------- */
+
+template <typename T>
+__device__ T lrn_t(const cuda_lrn_args &a, int64_t st, const T *x, int64_t j)
+{
+    const int64_t lo = (a.size - 1) / 2, hi = a.size - 1 - lo;
+    const int64_t b = j - lo < 0 ? 0 : j - lo, e = j + hi >= a.ch ? a.ch - 1 : j + hi;
+    T s = 0;
+    for (int64_t k = b; k <= e; k++)
+        s += x[k * st] * x[k * st];
+    return (T)a.bias + (T)a.alpha / (T)a.size * s;
+}
+
+template <typename T> __global__ void __launch_bounds__(EW_THREADS) lrn_kernel(cuda_lrn_args a)
+{
+    const int64_t lines = a.n * a.inner, st = a.inner;
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    const T beta = (T)a.beta;
+    for (int64_t l = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; l < lines; l += stride) {
+        const int64_t base = (l / a.inner) * a.ch * a.inner + l % a.inner;
+        const T *x = (const T *)a.x + base;
+        T *y = (T *)a.y + base;
+        if (!a.dy) {
+            for (int64_t j = 0; j < a.ch; j++)
+                y[j * st] = x[j * st] / m_pow(lrn_t<T>(a, st, x, j), beta);
+            continue;
+        }
+        const T *dy = (const T *)a.dy + base;
+        const int64_t lo = (a.size - 1) / 2, hi = a.size - 1 - lo;
+        const T k2 = (T)2 * (T)a.alpha * beta / (T)a.size;
+        for (int64_t i = 0; i < a.ch; i++) {
+            const int64_t b = i - hi < 0 ? 0 : i - hi, e = i + lo >= a.ch ? a.ch - 1 : i + lo;
+            T acc = 0;
+            for (int64_t j = b; j <= e; j++)
+                acc += dy[j * st] * x[j * st] * m_pow(lrn_t<T>(a, st, x, j), -beta - (T)1);
+            y[i * st] = dy[i * st] * m_pow(lrn_t<T>(a, st, x, i), -beta) - k2 * x[i * st] * acc;
+        }
+    }
+}
+
+__device__ int64_t group_offset(const misc_groups &g, int64_t gi, int64_t r)
+{
+    int64_t off = 0;
+    for (int k = g.n_kept - 1; k >= 0; k--) {
+        off += (gi % g.kept_dims[k]) * g.kept_st[k];
+        gi /= g.kept_dims[k];
+    }
+    for (int k = g.n_red - 1; k >= 0; k--) {
+        off += (r % g.red_dims[k]) * g.red_st[k];
+        r /= g.red_dims[k];
+    }
+    return off;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(EW_THREADS)
+    mvn_kernel(misc_groups g, const T *dy, const T *x, T *y)
+{
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t gi = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; gi < g.groups;
+         gi += stride) {
+        double s1 = 0, s2 = 0;
+        for (int64_t r = 0; r < g.count; r++) {
+            double v = x[group_offset(g, gi, r)];
+            s1 += v;
+            s2 += v * v;
+        }
+        const double m = s1 / (double)g.count, var = s2 / (double)g.count - m * m;
+        const double sd = sqrt(var > 0 ? var : 0), d = sd + 1e-9;
+        if (!dy) {
+            for (int64_t r = 0; r < g.count; r++) {
+                int64_t o = group_offset(g, gi, r);
+                y[o] = (T)((x[o] - m) / d);
+            }
+            continue;
+        }
+        double sdy = 0, sdyc = 0;
+        for (int64_t r = 0; r < g.count; r++) {
+            int64_t o = group_offset(g, gi, r);
+            sdy += dy[o];
+            sdyc += dy[o] * (x[o] - m);
+        }
+        const double mdy = sdy / (double)g.count, mdyc = sdyc / (double)g.count;
+        const double k2 = sd > 0 ? mdyc / (sd * d * d) : 0;
+        for (int64_t r = 0; r < g.count; r++) {
+            int64_t o = group_offset(g, gi, r);
+            y[o] = (T)((dy[o] - mdy) / d - (x[o] - m) * k2);
+        }
+    }
+}
+
 } // namespace
+
+extern "C" cudaError_t cuda_lrn_launch(cudaStream_t stream, const struct cuda_lrn_args *a)
+{
+    return dtype_visit<DS_FLOATS>(a->dtype, [&](auto tag) -> cudaError_t {
+        typedef typename dt<decltype(tag)::value>::T T;
+        const int64_t lines = a->n * a->inner;
+        if (lines <= 0 || a->ch <= 0)
+            return cudaSuccess;
+        lrn_kernel<T><<<ew_blocks(lines, EW_THREADS), EW_THREADS, 0, stream>>>(*a);
+        return cudaGetLastError();
+    });
+}
+
+extern "C" cudaError_t cuda_mvn_launch(cudaStream_t stream, int dtype,
+                                       const struct misc_groups *groups, const void *dy,
+                                       const void *x, void *y)
+{
+    return dtype_visit<DS_FLOATS>(dtype, [&](auto tag) -> cudaError_t {
+        typedef typename dt<decltype(tag)::value>::T T;
+        if (groups->groups <= 0 || groups->count <= 0)
+            return cudaSuccess;
+        mvn_kernel<T><<<ew_blocks(groups->groups, EW_THREADS), EW_THREADS, 0, stream>>>(
+            *groups, (const T *)dy, (const T *)x, (T *)y);
+        return cudaGetLastError();
+    });
+}
 
 extern "C" cudaError_t cuda_reverse_seq_launch(cudaStream_t stream, size_t esize, int64_t d0,
                                                int64_t d1, int64_t inner, int batch_axis,

@@ -139,3 +139,17 @@ for v, (b, t, shape, lens) in ((10, (1, 0, (4, 3, 2), [4, 1, 2])), (28, (0, 1, (
     case(f"reversesequence_v{v}_b{b}", single_op("ReverseSequence",
                                                  [("x", rand(*shape)), ("lens", np.array(lens, I64))],
                                                  opset=v, attrs={"batch_axis": b, "time_axis": t}))
+
+# ---- LRN, MeanVarianceNormalization (ops/local_norm.c) ----------------------------
+for v in (1, 13):
+    for size in (1, 2, 3, 5):
+        case(f"lrn_v{v}_size{size}", single_op("LRN", [("x", rand(2, 6, 3, 2))], opset=v,
+                                              attrs={"size": size, "alpha": 0.5, "beta": 0.75, "bias": 1.5}))
+case("lrn_default_3d_f64", single_op("LRN", [("x", rand(2, 4, 5, dtype=F64))], opset=13, attrs={"size": 3}))
+for v in (9, 13):
+    case(f"mvn_default_v{v}", single_op("MeanVarianceNormalization", [("x", rand(3, 2, 3, 2))], opset=v))
+case("mvn_axis1", single_op("MeanVarianceNormalization", [("x", rand(3, 4, 2))], opset=13, attrs={"axes": [1]}))
+case("mvn_all_neg", single_op("MeanVarianceNormalization", [("x", rand(2, 3, 4))], opset=13,
+                              attrs={"axes": [0, -2, -1]}))
+case("mvn_f64", single_op("MeanVarianceNormalization", [("x", rand(2, 3, 2, 2, dtype=F64))], opset=13,
+                          attrs={"axes": [2, 3]}))
