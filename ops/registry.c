@@ -86,6 +86,9 @@
     X(op_lrn_grad) \
     X(op_mean_variance_normalization) \
     X(op_mean_variance_normalization_grad) \
+    /* Det of ops/det.c */ \
+    X(op_det) \
+    X(op_det_grad) \
     /* nn: conv, pool, normalization, gemm/matmul */ \
     X(op_conv) \
     X(op_conv_transpose) \

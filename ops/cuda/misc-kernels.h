@@ -84,6 +84,12 @@ struct misc_groups;
 cudaError_t cuda_mvn_launch(cudaStream_t stream, int dtype, const struct misc_groups *groups,
                             const void *dy, const void *x, void *y);
 
+/* Det (dy NULL: y[b] = det of matrix b) and DetGrad (y = dy[b] * the
+ * cofactors of matrix b) over `batch` m x m matrices, one thread each, with
+ * ops/det-impl.h's arithmetic; work holds batch * (2 m^2 + 1) doubles. */
+cudaError_t cuda_det_launch(cudaStream_t stream, int dtype, int64_t batch, int64_t m,
+                            const void *dy, const void *x, void *y, double *work);
+
 /* ---- broadcasting binary integer ops (ops/bitwise.c) ---- */
 
 #define CUDA_MISC_MAX_RANK 8

@@ -8,7 +8,8 @@
  * line kernels of ops/along_axis.c, and Compress (the layout family's
  * Gather over uploaded indices) and ReverseSequence of ops/select_axis.c;
  * LRN and MeanVarianceNormalization of ops/local_norm.c with their
- * gradients; and the family's table, cuda_kernels_misc.
+ * gradients, and Det / DetGrad (ops/det.c); and the family's table,
+ * cuda_kernels_misc.
  *
  * Shapes, dtypes and attributes have been checked by the CPU op_def's
  * infer() before a kernel runs; the parameters are the ones its parse()
@@ -291,6 +292,29 @@ static int cuda_misc_mvn(struct op_call *c)
     return 0;
 }
 
+/* ---- Det, DetGrad (ops/det.c) ----------------------------------------------------- */
+
+static int cuda_misc_det(struct op_call *c)
+{
+    const int grad = c->n_in == 2;
+    const struct tensor *x = c->in[grad ? 1 : 0];
+    const int64_t m = x->dims[x->rank - 1], mm = m * m;
+    const int64_t batch = mm ? tensor_numel(x) / mm : tensor_numel(c->out[0]);
+    if (batch == 0)
+        return 0;
+    size_t bytes = sizeof(double) * (size_t)batch * (size_t)(2 * mm + 1);
+    double *work = cuda_elem_scratch(c, bytes);
+    if (!work)
+        return -1;
+    cudaError_t e = cuda_det_launch(cuda_ctx_of(c)->stream, x->dtype, batch, m,
+                                    grad ? c->in[0]->data : NULL, x->data, c->out[0]->data, work);
+    cuda_elem_scratch_free(c, work);
+    if (e == cudaErrorNotSupported)
+        return ew_dtype_error(c, "X", x->dtype, "float, double");
+    CUDA_TRY(c, e);
+    return 0;
+}
+
 /* ---- the family's table ---------------------------------------------------- */
 
 const struct cuda_kernel_entry cuda_kernels_misc[] = {
@@ -328,6 +352,8 @@ const struct cuda_kernel_entry cuda_kernels_misc[] = {
     { "", "MeanVarianceNormalization", cuda_misc_mvn },
     { "dtrexec", "LRNGrad", cuda_misc_lrn },
     { "dtrexec", "MeanVarianceNormalizationGrad", cuda_misc_mvn },
+    { "", "Det", cuda_misc_det },
+    { "dtrexec", "DetGrad", cuda_misc_det },
     { "dtrexec", "UnaryMathGrad", cuda_misc_unary_math_grad },
     { 0 },
 };

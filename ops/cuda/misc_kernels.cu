@@ -6,9 +6,11 @@
  * line kernels of ops/along_axis.c (Hardmax, LpNormalization, CumProd and
  * their gradients), one thread per line with the CPU's arithmetic, and
  * ReverseSequence's permutation of rows, and LRN and
- * MeanVarianceNormalization with their gradients (ops/local_norm.c). */
+ * MeanVarianceNormalization with their gradients (ops/local_norm.c), and
+ * Det / DetGrad over ops/det-impl.h. */
 #include "ops/cuda/elem-device.cuh"
 #include "ops/cuda/misc-kernels.h"
+#include "ops/det-impl.h"
 #include "ops/misc-impl.h"
 #include "ops/params.h"
 
@@ -427,7 +429,53 @@ __global__ void __launch_bounds__(EW_THREADS)
     }
 }
 
+/* ---- Det ----------------------------------------------------------------------- */
+
+template <typename T> __device__ inline void det_cof(const T *x, int64_t n, T *c, double *w);
+template <> __device__ inline void det_cof<float>(const float *x, int64_t n, float *c, double *w)
+{
+    det_cofactors_float(x, n, c, w);
+}
+template <> __device__ inline void det_cof<double>(const double *x, int64_t n, double *c, double *w)
+{
+    det_cofactors_double(x, n, c, w);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(EW_THREADS)
+    det_kernel(int64_t batch, int64_t m, const T *dy, const T *x, T *y, double *work)
+{
+    const int64_t mm = m * m, stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t b = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; b < batch; b += stride) {
+        double *w = work + b * (2 * mm + 1);
+        const T *xs = x + b * mm;
+        if (dy) {
+            T *dx = y + b * mm;
+            det_cof<T>(xs, m, dx, w);
+            for (int64_t i = 0; i < mm; i++)
+                dx[i] *= dy[b];
+        } else {
+            for (int64_t i = 0; i < mm; i++)
+                w[i] = (double)xs[i];
+            y[b] = (T)det_lu(w, m);
+        }
+    }
+}
+
 } // namespace
+
+extern "C" cudaError_t cuda_det_launch(cudaStream_t stream, int dtype, int64_t batch, int64_t m,
+                                       const void *dy, const void *x, void *y, double *work)
+{
+    return dtype_visit<DS_FLOATS>(dtype, [&](auto tag) -> cudaError_t {
+        typedef typename dt<decltype(tag)::value>::T T;
+        if (batch <= 0)
+            return cudaSuccess;
+        det_kernel<T><<<ew_blocks(batch, 64), 64, 0, stream>>>(batch, m, (const T *)dy,
+                                                               (const T *)x, (T *)y, work);
+        return cudaGetLastError();
+    });
+}
 
 extern "C" cudaError_t cuda_lrn_launch(cudaStream_t stream, const struct cuda_lrn_args *a)
 {

@@ -153,3 +153,12 @@ case("mvn_all_neg", single_op("MeanVarianceNormalization", [("x", rand(2, 3, 4))
                               attrs={"axes": [0, -2, -1]}))
 case("mvn_f64", single_op("MeanVarianceNormalization", [("x", rand(2, 3, 2, 2, dtype=F64))], opset=13,
                           attrs={"axes": [2, 3]}))
+
+# ---- Det (ops/det.c): invertible and singular matrices, batches ------------------
+for v in (11, 22):
+    case(f"det_3x3_v{v}", single_op("Det", [("x", rand(3, 3))], opset=v))
+case("det_batch", single_op("Det", [("x", rand(2, 3, 4, 4))], opset=22))
+case("det_1x1", single_op("Det", [("x", rand(5, 1, 1))], opset=22))
+case("det_singular_f64", single_op("Det", [("x", np.array([[[1, 2, 3], [2, 4, 6], [0.5, -1, 2]]], F64))],
+                                   opset=22))
+case("det_f64", single_op("Det", [("x", rand(2, 5, 5, dtype=F64))], opset=22))
