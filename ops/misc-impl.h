@@ -71,4 +71,13 @@ struct misc_groups {
 };
 int misc_mvn_groups(const struct op_call *c, struct misc_groups *g);
 
+/* Upsample (ops/upsample.c) as the Resize-10 call u->call: X and the
+ * scales (input 1, or the attribute's values as a host float tensor). */
+struct misc_upsample {
+    struct op_call call;
+    struct tensor scales;
+    const struct tensor *in[2];
+};
+int misc_upsample_call(const struct op_call *c, struct misc_upsample *u);
+
 #endif

@@ -293,6 +293,14 @@ struct reverse_sequence_params {
     int batch_axis;                /* 0 or 1; time_axis is the other */
 };
 
+/* ops/upsample.c */
+struct upsample_params {
+    void *resize;                  /* Resize-10's struct resize_params */
+    int scales_from_input;         /* opset 9 and 10 */
+    int n_scales;                  /* else the attribute(s) */
+    float scales[TENSOR_MAX_RANK];
+};
+
 /* ops/unary_math.c: the trigonometric and hyperbolic functions, Softsign,
  * ThresholdedRelu, Shrink, and their one gradient kernel UnaryMathGrad. */
 enum unary_math_fn {

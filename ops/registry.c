@@ -89,6 +89,8 @@
     /* Det of ops/det.c */ \
     X(op_det) \
     X(op_det_grad) \
+    /* Upsample of ops/upsample.c */ \
+    X(op_upsample) \
     /* nn: conv, pool, normalization, gemm/matmul */ \
     X(op_conv) \
     X(op_conv_transpose) \

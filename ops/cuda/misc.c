@@ -8,7 +8,8 @@
  * line kernels of ops/along_axis.c, and Compress (the layout family's
  * Gather over uploaded indices) and ReverseSequence of ops/select_axis.c;
  * LRN and MeanVarianceNormalization of ops/local_norm.c with their
- * gradients, and Det / DetGrad (ops/det.c); and the family's table,
+ * gradients, Det / DetGrad (ops/det.c), and Upsample as the layout
+ * family's Resize (ops/upsample.c); and the family's table,
  * cuda_kernels_misc.
  *
  * Shapes, dtypes and attributes have been checked by the CPU op_def's
@@ -315,6 +316,16 @@ static int cuda_misc_det(struct op_call *c)
     return 0;
 }
 
+/* ---- Upsample (ops/upsample.c) --------------------------------------------------- */
+
+static int cuda_misc_upsample(struct op_call *c)
+{
+    struct misc_upsample u;
+    if (misc_upsample_call(c, &u))
+        return -1;
+    return cuda_resize(&u.call);
+}
+
 /* ---- the family's table ---------------------------------------------------- */
 
 const struct cuda_kernel_entry cuda_kernels_misc[] = {
@@ -354,6 +365,7 @@ const struct cuda_kernel_entry cuda_kernels_misc[] = {
     { "dtrexec", "MeanVarianceNormalizationGrad", cuda_misc_mvn },
     { "", "Det", cuda_misc_det },
     { "dtrexec", "DetGrad", cuda_misc_det },
+    { "", "Upsample", cuda_misc_upsample },
     { "dtrexec", "UnaryMathGrad", cuda_misc_unary_math_grad },
     { 0 },
 };

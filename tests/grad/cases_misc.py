@@ -162,3 +162,14 @@ case("det_1x1", single_op("Det", [("x", rand(5, 1, 1))], opset=22))
 case("det_singular_f64", single_op("Det", [("x", np.array([[[1, 2, 3], [2, 4, 6], [0.5, -1, 2]]], F64))],
                                    opset=22))
 case("det_f64", single_op("Det", [("x", rand(2, 5, 5, dtype=F64))], opset=22))
+
+# ---- Upsample (ops/upsample.c): Resize-10's gradient ------------------------------
+for v, mode in ((7, "nearest"), (7, "linear"), (9, "linear"), (10, "nearest")):
+    x = rand(1, 2, 3, 2)
+    sc = [1.0, 1.0, 2.0, 1.5]
+    if v == 7:
+        model = single_op("Upsample", [("x", x)], opset=v, attrs={"mode": mode, "scales": sc})
+    else:
+        model = single_op("Upsample", [("x", x), ("scales", np.array(sc, np.float32))], opset=v,
+                          attrs={"mode": mode})
+    CASES.append({"name": f"upsample_v{v}_{mode}", "model": model, "no_grad": ["scales"]})
