@@ -16,6 +16,17 @@ struct act_params {
 
 struct prelu_grad_params {
     int wrt;                       /* 0: X, 1: the slope */
+/* ops/along_axis.c */
+enum along_axis_kind {
+    ALONG_HARDMAX, ALONG_LPNORM, ALONG_LPNORM_GRAD, ALONG_CUMPROD, ALONG_CUMPROD_GRAD,
+};
+
+struct along_axis_params {
+    int kind;                      /* enum along_axis_kind */
+    int64_t axis;                  /* Hardmax, LpNormalization (CumProd: input 1) */
+    int coerce_2d;                 /* Hardmax < 13 */
+    int p;                         /* LpNormalization: 1 or 2 */
+    int exclusive, reverse;        /* CumProd */
 };
 
 /* ops/batch_norm.c */
@@ -356,6 +367,67 @@ struct gelu_params {
 struct clip_params {
     int from_inputs;               /* opset >= 11: bounds are inputs 1 and 2 */
     float min, max;                /* opset < 11: the attributes */
+};
+
+/* ops/bitwise.c */
+struct bitshift_params {
+    int right;                     /* direction="RIGHT" */
+};
+
+/* ops/depth_space.c */
+struct depth_space_params {
+    int64_t blocksize;
+    int crd;                       /* mode="CRD" (else DCR) */
+    int to_space;                  /* 1: DepthToSpace, 0: SpaceToDepth */
+};
+
+/* ops/eye_nonzero.c */
+struct eye_like_params {
+    int dtype;                     /* 0: the input's */
+    int64_t k;                     /* the diagonal: > 0 above the main one */
+};
+
+/* ops/local_norm.c */
+struct lrn_params {
+    int64_t size;
+    float alpha, beta, bias;
+};
+
+struct mvn_params {
+    int n_axes;
+    int64_t axes[TENSOR_MAX_RANK];
+};
+
+/* ops/select_axis.c */
+struct compress_params {
+    int has_axis;                  /* 0: the input is flattened */
+    int64_t axis;
+};
+
+struct reverse_sequence_params {
+    int batch_axis;                /* 0 or 1; time_axis is the other */
+};
+
+/* ops/upsample.c */
+struct upsample_params {
+    void *resize;                  /* Resize-10's struct resize_params */
+    int scales_from_input;         /* opset 9 and 10 */
+    int n_scales;                  /* else the attribute(s) */
+    float scales[TENSOR_MAX_RANK];
+};
+
+/* ops/unary_trig.c: the trigonometric and hyperbolic functions, Softsign,
+ * ThresholdedRelu, Shrink, and their one gradient kernel UnaryMathGrad. */
+enum unary_math_fn {
+    UMATH_TAN, UMATH_ASIN, UMATH_ACOS, UMATH_ATAN, UMATH_SINH, UMATH_COSH, UMATH_ASINH,
+    UMATH_ACOSH, UMATH_ATANH, UMATH_SOFTSIGN, UMATH_THRESHOLDED_RELU, UMATH_SHRINK,
+    UMATH_COUNT
+};
+
+struct unary_math_params {
+    int fn;                        /* enum unary_math_fn */
+    float alpha;                   /* ThresholdedRelu */
+    float lambd, bias;             /* Shrink */
 };
 
 #endif

@@ -70,6 +70,54 @@
     X(op_reduce_sum_square) \
     X(op_reduce_log_sum) \
     X(op_reduce_log_sum_exp) \
+    /* one-input math of ops/unary_trig.c */ \
+    X(op_tan) \
+    X(op_asin) \
+    X(op_acos) \
+    X(op_atan) \
+    X(op_sinh) \
+    X(op_cosh) \
+    X(op_asinh) \
+    X(op_acosh) \
+    X(op_atanh) \
+    X(op_softsign) \
+    X(op_thresholded_relu) \
+    X(op_shrink) \
+    X(op_unary_math_grad) \
+    /* bitwise operators of ops/bitwise.c */ \
+    X(op_bitwise_and) \
+    X(op_bitwise_or) \
+    X(op_bitwise_xor) \
+    X(op_bitwise_not) \
+    X(op_bitshift) \
+    /* Mean and GlobalMaxPool of ops/mean_max.c */ \
+    X(op_mean) \
+    X(op_global_max_pool) \
+    /* DepthToSpace, SpaceToDepth of ops/depth_space.c */ \
+    X(op_depth_to_space) \
+    X(op_space_to_depth) \
+    /* EyeLike, NonZero of ops/eye_nonzero.c */ \
+    X(op_eye_like) \
+    X(op_nonzero) \
+    /* Hardmax, LpNormalization, CumProd of ops/along_axis.c */ \
+    X(op_hardmax) \
+    X(op_lp_normalization) \
+    X(op_lp_normalization_grad) \
+    X(op_cumprod) \
+    X(op_cumprod_grad) \
+    /* Compress, ReverseSequence of ops/select_axis.c */ \
+    X(op_compress) \
+    X(op_reverse_sequence) \
+    /* LRN, MeanVarianceNormalization of ops/local_norm.c */ \
+    X(op_lrn) \
+    X(op_lrn_grad) \
+    X(op_mean_variance_normalization) \
+    X(op_mean_variance_normalization_grad) \
+    /* Det of ops/det.c */ \
+    X(op_det) \
+    X(op_det_grad) \
+    /* Upsample of ops/upsample.c */ \
+    X(op_upsample) \
     /* nn: conv, pool, normalization, gemm/matmul */ \
     X(op_conv) \
     X(op_conv_transpose) \
