@@ -1,5 +1,6 @@
 /* cli/options.c — parsing helpers shared by the subcommands. */
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -38,4 +39,17 @@ int cli_parse_size(const char *text, double *bytes, double *ratio)
             return *bytes >= 1 ? 0 : -1;
         }
     return -1;
+}
+
+int cli_patterns_add(char **list, const char *pattern)
+{
+    size_t old = *list ? strlen(*list) : 0;
+    char *grown = realloc(*list, old + strlen(pattern) + 2);
+    if (!grown)
+        return -1;
+    if (old)
+        grown[old++] = ',';
+    strcpy(grown + old, pattern);
+    *list = grown;
+    return 0;
 }
