@@ -495,6 +495,15 @@ static enum dtrx_status load_labels(struct dtrx_session *s, const char *path)
     return st;
 }
 
+/* A reason without its " (detail)". */
+static size_t reason_key(const char *reason)
+{
+    size_t n = strcspn(reason, "(");
+    while (n && reason[n - 1] == ' ')
+        n--;
+    return n;
+}
+
 /* What trains, on stderr: counts, the rule's reasons for what it froze,
  * and the warnings of dtrx_session_params. */
 static void report_params(struct dtrx_session *s, const struct run_args *a)
@@ -506,7 +515,7 @@ static void report_params(struct dtrx_session *s, const struct run_args *a)
     int trained = 0, by_rule = 0, by_option = 0;
     long long elements = 0;
     const char *reasons[8];
-    int counts[8], n_reasons = 0;
+    int counts[8], n_reasons = 0, other = 0;
     for (int i = 0; i < n; i++) {
         if (p[i].warning)
             fprintf(stderr, "dtrexec: warning: %s\n", p[i].warning);
@@ -521,9 +530,9 @@ static void report_params(struct dtrx_session *s, const struct run_args *a)
         }
         by_rule++;
         /* Reasons grouped by their words before any '(' detail. */
-        size_t key = strcspn(p[i].reason, "(");
+        size_t key = reason_key(p[i].reason);
         int r = 0;
-        while (r < n_reasons && (strncmp(reasons[r], p[i].reason, key) || strcspn(reasons[r], "(") != key))
+        while (r < n_reasons && (reason_key(reasons[r]) != key || strncmp(reasons[r], p[i].reason, key)))
             r++;
         if (r == n_reasons && n_reasons < 8) {
             reasons[n_reasons] = p[i].reason;
@@ -531,11 +540,14 @@ static void report_params(struct dtrx_session *s, const struct run_args *a)
         }
         if (r < n_reasons)
             counts[r]++;
+        else
+            other++;
     }
     fprintf(stderr, "training %d tensors (%lld elements); %d initializers frozen by rule", trained, elements, by_rule);
     for (int r = 0; r < n_reasons; r++)
-        fprintf(stderr, "%s%.*s%s %d", r ? ", " : " (", (int)strcspn(reasons[r], "("),
-                reasons[r], strchr(reasons[r], '(') ? "" : ":", counts[r]);
+        fprintf(stderr, "%s%.*s: %d", r ? ", " : " (", (int)reason_key(reasons[r]), reasons[r], counts[r]);
+    if (other)
+        fprintf(stderr, ", other: %d", other);
     fprintf(stderr, "%s", n_reasons ? ")" : "");
     if (by_option)
         fprintf(stderr, ", %d by --freeze", by_option);

@@ -21,7 +21,9 @@
  *     and variance, Clip's bounds, Pad's fill value, an RNN's initial state,
  *     a 0-d or 1-element tensor in any other slot (scales, epsilons,
  *     exponents, fill values), a tensor holding values of magnitude >= 1e30
- *     or non-finite ones (additive masks);
+ *     or non-finite ones (additive masks), a tensor named like a PyTorch
+ *     buffer (names ending in inv_freq, cos_cached, sin_cached, running_mean,
+ *     running_var: rotary tables and running statistics);
  *   (b) a gradient can reach it: some node it feeds in such a role has a
  *       float output from which a float graph output is reachable through
  *       differentiable inputs only. No gradient flows through integer or
@@ -146,6 +148,18 @@ static int output_float(struct facts *f, const struct onnx_node *n, int k)
     int f0 = in0 >= 0 ? f->is_float[in0] : 1;
     if (n->domain[0])
         return f0;
+    /* If, Loop, Scan: the body's declared output type; float when unknown,
+     * so that a guess never cuts a parameter's gradient path. */
+    const struct onnx_attr *body = onnx_node_attr(n, !strcmp(op, "If") ? "then_branch" : "body");
+    if (body && body->type == ONNX_ATTR_GRAPH && body->g) {
+        int at = !strcmp(op, "Loop") ? k + 1 : k;
+        const struct onnx_graph *b = body->g;
+        return at < b->n_outputs && b->outputs[at].elem_type ? rt_dtype_is_float(b->outputs[at].elem_type) : 1;
+    }
+    if (!strcmp(op, "SequenceLength"))
+        return 0;
+    if (!strcmp(op, "SequenceEmpty"))
+        return rt_dtype_is_float((int)onnx_node_attr_int(n, "dtype", ONNX_DTYPE_FLOAT));
     static const char *const integral[] = {
         "Shape", "Size", "NonZero", "ArgMax", "ArgMin", "Equal", "Less", "LessOrEqual", "Greater",
         "GreaterOrEqual", "Not", "And", "Or", "Xor", "IsNaN", "IsInf", "QuantizeLinear",
@@ -393,28 +407,15 @@ static int is_linear_output(struct facts *f, const char *name)
     return !strcmp(op, "MatMul") || !strcmp(op, "Gemm") || !strcmp(op, "Conv") || !strcmp(op, "ConvTranspose");
 }
 
-static void classify(struct facts *f, const struct onnx_tensor *t, int node, int slot, struct use *u)
+/* The role of a tensor in input `slot` of an op, gradient path aside;
+ * `other_linear`: the other operand of a 2-input op is a MatMul/Gemm/Conv
+ * result. */
+static void classify_role(const struct onnx_node *n, int slot, int other_linear, const struct onnx_tensor *t,
+                          struct use *u)
 {
-    const struct onnx_node *n = &f->g->nodes[node];
     int64_t numel = onnx_tensor_numel(t);
-    u->merged = 0;
-    if (slot >= 0 && !rt_input_differentiable(n->domain, n->op_type, slot)) {
-        u->kind = USE_NOGRAD;
-        snprintf(u->role, sizeof u->role, "no gradient path (input %d of %s '%s')", slot, n->op_type, n->name);
-        return;
-    }
-    if (!f->live[node]) {
-        u->kind = USE_NOGRAD;
-        snprintf(u->role, sizeof u->role, "no gradient path (%s '%s' reaches no float output)", n->op_type, n->name);
-        return;
-    }
-    if (slot < 0) {
-        u->kind = numel >= 2 ? USE_PARAM : USE_FROZEN;
-        snprintf(u->role, sizeof u->role, "%s", numel >= 2 ? "read in a subgraph" : t->rank ? "1-element constant" : "0-d scalar");
-        u->merged = numel >= 2;
-        return;
-    }
     int default_domain = !n->domain[0];
+    u->merged = 0;
     for (size_t k = 0; default_domain && k < sizeof constant_slots / sizeof constant_slots[0]; k++)
         if (constant_slots[k].slot == slot && !strcmp(constant_slots[k].op, n->op_type)) {
             u->kind = USE_FROZEN;
@@ -431,7 +432,7 @@ static void classify(struct facts *f, const struct onnx_tensor *t, int node, int
     int add = !strcmp(n->op_type, "Add") || !strcmp(n->op_type, "Sub");
     if (numel < 2) {
         /* nn.Linear(n, 1)'s bias, added to the product. */
-        if (add && numel == 1 && t->rank >= 1 && n->n_inputs == 2 && is_linear_output(f, n->inputs[1 - slot])) {
+        if (add && numel == 1 && t->rank >= 1 && other_linear) {
             u->kind = USE_PARAM;
             u->merged = 1;
             snprintf(u->role, sizeof u->role, "bias");
@@ -444,8 +445,7 @@ static void classify(struct facts *f, const struct onnx_tensor *t, int node, int
     u->kind = USE_PARAM;
     if (add) {
         u->merged = 1;
-        snprintf(u->role, sizeof u->role, "%s", n->n_inputs == 2 && is_linear_output(f, n->inputs[1 - slot])
-                                                    ? "bias" : "added tensor");
+        snprintf(u->role, sizeof u->role, "%s", other_linear ? "bias" : "added tensor");
     } else if (!strcmp(n->op_type, "Mul")) {
         u->merged = 1;
         snprintf(u->role, sizeof u->role, "scale");
@@ -456,6 +456,62 @@ static void classify(struct facts *f, const struct onnx_tensor *t, int node, int
     } else {
         snprintf(u->role, sizeof u->role, "input %d of %s", slot, n->op_type);
     }
+}
+
+/* The first node under `g` (bodies nested in it included) that reads
+ * `name`, and the input it reads it as; NULL if none. */
+static const struct onnx_node *inner_reader(const struct onnx_graph *g, const char *name, int *slot, int depth)
+{
+    for (int k = 0; g && depth < ONNX_MAX_SUBGRAPH_DEPTH && k < g->n_nodes; k++) {
+        const struct onnx_node *n = &g->nodes[k];
+        for (int i = 0; i < n->n_inputs; i++)
+            if (!strcmp(n->inputs[i], name)) {
+                *slot = i;
+                return n;
+            }
+        for (int a = 0; a < n->n_attrs; a++)
+            for (int j = 0; j < node_graph_count(n, a); j++) {
+                const struct onnx_node *r = inner_reader(node_graph(n, a, j), name, slot, depth + 1);
+                if (r)
+                    return r;
+            }
+    }
+    return NULL;
+}
+
+static void classify(struct facts *f, const struct onnx_tensor *t, int node, int slot, struct use *u)
+{
+    const struct onnx_node *n = &f->g->nodes[node];
+    u->merged = 0;
+    if (slot >= 0 && !rt_input_differentiable(n->domain, n->op_type, slot)) {
+        u->kind = USE_NOGRAD;
+        snprintf(u->role, sizeof u->role, "no gradient path (input %d of %s '%s')", slot, n->op_type, n->name);
+        return;
+    }
+    if (!f->live[node]) {
+        u->kind = USE_NOGRAD;
+        snprintf(u->role, sizeof u->role, "no gradient path (%s '%s' reaches no float output)", n->op_type, n->name);
+        return;
+    }
+    if (slot < 0) {
+        /* Read in a body: the role it has there (its path there assumed). */
+        int inner_slot = -1;
+        const struct onnx_node *r = NULL;
+        for (int a = 0; !r && a < n->n_attrs; a++)
+            for (int j = 0; !r && j < node_graph_count(n, a); j++)
+                r = inner_reader(node_graph(n, a, j), t->name, &inner_slot, 0);
+        if (!r || !rt_input_differentiable(r->domain, r->op_type, inner_slot)) {
+            u->kind = USE_NOGRAD;
+            snprintf(u->role, sizeof u->role, "no gradient path (in the body of %s '%s')", n->op_type, n->name);
+            return;
+        }
+        classify_role(r, inner_slot, 0, t, u);
+        size_t len = strlen(u->role);
+        snprintf(u->role + len, sizeof u->role - len, " (in the body of %s '%s')", n->op_type, n->name);
+        return;
+    }
+    int other_linear = n->n_inputs == 2 && slot < 2 && is_linear_output(f, n->inputs[1 - slot]);
+    classify_role(n, slot, other_linear, t, u);
 }
 
 static double element(const struct onnx_tensor *t, int64_t i)
@@ -535,6 +591,22 @@ static char *shared_warning(struct facts *f, const struct onnx_tensor *t, int id
     return w;
 }
 
+/* PyTorch buffers that reach the loss through differentiable ops but are
+ * no parameters: rotary embeddings' frequencies and caches, and running
+ * statistics of a BatchNorm the exporter decomposed. Recognised by the
+ * names torch.onnx keeps (module path + attribute). */
+static const char *buffer_name(const char *name)
+{
+    static const char *const suffixes[] = { "inv_freq", "cos_cached", "sin_cached", "running_mean", "running_var" };
+    size_t n = strlen(name);
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        size_t k = strlen(suffixes[i]);
+        if (n >= k && !strcmp(name + n - k, suffixes[i]))
+            return suffixes[i];
+    }
+    return NULL;
+}
+
 void rt_params_free(struct rt_param_decision *d, int n)
 {
     for (int i = 0; d && i < n; i++)
@@ -558,7 +630,7 @@ enum dtrx_status rt_params_decide(const struct dtrx_session *s, const struct dtr
         int id = value_id(&f, t->name);
         int fl = rt_dtype_is_float(t->dtype);
         p->value = rt_names_get(&s->main_scope.names, t->name);
-        p->uses = f.use_start[id + 1] - f.use_start[id];
+        p->uses = id >= 0 ? f.use_start[id + 1] - f.use_start[id] : 0;
         double found;
         if (o && rt_patterns_match(o->freeze, t->name)) {
             snprintf(p->reason, sizeof p->reason, "--freeze");
@@ -570,6 +642,8 @@ enum dtrx_status rt_params_decide(const struct dtrx_session *s, const struct dtr
         } else if (o && rt_patterns_match(o->trainable, t->name)) {
             p->train = 1;
             snprintf(p->reason, sizeof p->reason, "--trainable");
+        } else if (buffer_name(t->name)) {
+            snprintf(p->reason, sizeof p->reason, "buffer (named like PyTorch's %s)", buffer_name(t->name));
         } else if (onnx_tensor_numel(t) >= 2 && mask_value(t, &found)) {
             snprintf(p->reason, sizeof p->reason, "mask (holds %g)", found);
         } else {

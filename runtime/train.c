@@ -766,6 +766,9 @@ static int64_t first_nonfinite(int dtype, const void *data, int64_t n, double *v
     return -1;
 }
 
+/* NaN without the sign bit's "-nan", which reads like a different value. */
+static double unsigned_nan(double v) { return isnan(v) ? NAN : v; }
+
 /* Where value v first holds a non-finite element (-1: nowhere, or not a
  * float tensor that can be read). */
 static int64_t value_nonfinite(struct dtrx_session *s, struct rt_value *v, double *value)
@@ -803,7 +806,7 @@ void rt_check_finite(struct dtrx_session *s, const struct rt_call *c)
         size_t len = (size_t)snprintf(s->nonfinite, sizeof s->nonfinite,
                                       "the first non-finite value is output '%s' %s (%g at flat index %lld) of "
                                       "node '%s' (%s) in the %s pass", y->name, tensor_describe(&y->t, a, sizeof a),
-                                      bad, (long long)at, c->name, c->def->name, s->taping ? "forward" : "backward");
+                                      unsigned_nan(bad), (long long)at, c->name, c->def->name, s->taping ? "forward" : "backward");
         /* Values no checked call made: weights, inputs, targets. */
         for (int k = 0; k < c->n_in && len < sizeof s->nonfinite; k++) {
             double v;
@@ -811,8 +814,9 @@ void rt_check_finite(struct dtrx_session *s, const struct rt_call *c)
             int64_t xat = x ? value_nonfinite(s, x, &v) : -1;
             if (xat >= 0) {
                 snprintf(s->nonfinite + len, sizeof s->nonfinite - len, ", whose input '%s' %s already holds %g "
-                         "(at %lld)%s", x->name, tensor_describe(&x->t, b, sizeof b), v, (long long)xat,
-                         x->kind == RT_VALUE_INITIALIZER ? ": a weight made non-finite by an earlier update" : "");
+                         "(at %lld)%s", x->name, tensor_describe(&x->t, b, sizeof b), unsigned_nan(v), (long long)xat,
+                         x->kind == RT_VALUE_INITIALIZER ? ": an initializer (loaded so, or made so by an update)" :
+                         x->kind == RT_VALUE_INPUT ? ": a graph input" : "");
                 return;
             }
         }
@@ -839,10 +843,11 @@ static enum dtrx_status diverged(struct dtrx_session *s, double loss)
     else if (st)
         snprintf(where, sizeof where, "the run to locate it failed: %s", dtrx_last_error());
     else
-        snprintf(where, sizeof where, "a second run of the step gave %g and no non-finite value", again);
+        snprintf(where, sizeof where, "a second run of the step gave %g and no non-finite value",
+                 unsigned_nan(again));
     return rt_fail(DTRX_ERR_NONFINITE, "step %lld: the loss is %g; %s. Training stops before the update; a lower "
                    "--lr, or freezing a constant the exporter made an initializer (`dtrexec params MODEL`), may help",
-                   step, loss, where);
+                   step, unsigned_nan(loss), where);
 }
 
 const char *dtrx_session_loss_description(const struct dtrx_session *s)
