@@ -20,8 +20,9 @@
  *     and is not one of: Pow's exponent, BatchNormalization's running mean
  *     and variance, Clip's bounds, Pad's fill value, an RNN's initial state,
  *     a 0-d or 1-element tensor in any other slot (scales, epsilons,
- *     exponents, fill values), a tensor holding values of magnitude >= 1e30
- *     or non-finite ones (additive masks), a tensor named like a PyTorch
+ *     exponents, fill values), a tensor outside the weight slots holding
+ *     values of magnitude >= 1e30 or non-finite ones (additive masks; only
+ *     those tensors' values are read), a tensor named like a PyTorch
  *     buffer (names ending in inv_freq, cos_cached, sin_cached, running_mean,
  *     running_var: rotary tables and running statistics);
  *   (b) a gradient can reach it: some node it feeds in such a role has a
@@ -39,7 +40,9 @@
  *
  * Exporters also merge initializers of equal value (every LayerNorm scale
  * is all ones at init): one tensor that fills several bias or norm roles is
- * reported, since training then updates those roles as one.
+ * reported, since training then updates those roles as one. So is a
+ * trained tensor outside the weight slots that repeats one slice along
+ * axis 0: a parameter expanded to the batch and lifted (a cls token).
  * Subgraph (If/Loop/Scan body) initializers are constants of the body and
  * do not train.
  */
@@ -394,6 +397,7 @@ static const struct {
 struct use {
     int kind;                      /* enum use_kind */
     int merged;
+    int weight_slot;               /* from param_slots: a weight, bias, norm or embedding slot */
     char role[128];
 };
 
@@ -415,7 +419,7 @@ static void classify_role(const struct onnx_node *n, int slot, int other_linear,
 {
     int64_t numel = onnx_tensor_numel(t);
     int default_domain = !n->domain[0];
-    u->merged = 0;
+    u->merged = u->weight_slot = 0;
     for (size_t k = 0; default_domain && k < sizeof constant_slots / sizeof constant_slots[0]; k++)
         if (constant_slots[k].slot == slot && !strcmp(constant_slots[k].op, n->op_type)) {
             u->kind = USE_FROZEN;
@@ -426,6 +430,7 @@ static void classify_role(const struct onnx_node *n, int slot, int other_linear,
         if (param_slots[k].slot == slot && !strcmp(param_slots[k].op, n->op_type)) {
             u->kind = USE_PARAM;
             u->merged = param_slots[k].merged;
+            u->weight_slot = 1;
             snprintf(u->role, sizeof u->role, "%s", param_slots[k].role);
             return;
         }
@@ -591,6 +596,33 @@ static char *shared_warning(struct facts *f, const struct onnx_tensor *t, int id
     return w;
 }
 
+/* One slice repeated along axis 0, not itself constant: a parameter the
+ * exporter expanded to the batch and lifted (ViT's cls token as
+ * cls_token.expand(B, -1, -1)); its copies would train apart. */
+static char *expanded_warning(const struct onnx_tensor *t)
+{
+    int64_t n = onnx_tensor_numel(t), rows = t->rank >= 2 ? t->dims[0] : 0;
+    if (rows < 2 || !t->data || n / rows < 2)
+        return NULL;
+    size_t slice = (size_t)(n / rows) * onnx_dtype_size(t->dtype);
+    const char *bytes = t->data;
+    for (int64_t r = 1; r < rows; r++)
+        if (memcmp(bytes, bytes + (size_t)r * slice, slice))
+            return NULL;
+    struct onnx_tensor first = *t;
+    first.rank = 1;
+    first.dims[0] = n / rows;
+    double v;
+    if (all_equal(&first, &v))
+        return NULL;
+    char *w = malloc(512);
+    if (w)
+        snprintf(w, 512, "'%s' repeats one slice %lld times along axis 0: a parameter the exporter expanded "
+                 "(a cls token's expand to the batch?) and lifted; its %lld copies train apart", t->name,
+                 (long long)rows, (long long)rows);
+    return w;
+}
+
 /* PyTorch buffers that reach the loss through differentiable ops but are
  * no parameters: rotary embeddings' frequencies and caches, and running
  * statistics of a BatchNorm the exporter decomposed. Recognised by the
@@ -644,8 +676,6 @@ enum dtrx_status rt_params_decide(const struct dtrx_session *s, const struct dtr
             snprintf(p->reason, sizeof p->reason, "--trainable");
         } else if (buffer_name(t->name)) {
             snprintf(p->reason, sizeof p->reason, "buffer (named like PyTorch's %s)", buffer_name(t->name));
-        } else if (onnx_tensor_numel(t) >= 2 && mask_value(t, &found)) {
-            snprintf(p->reason, sizeof p->reason, "mask (holds %g)", found);
         } else {
             /* The first parameter role decides; else the first reason not to. */
             struct use best = { 0 };
@@ -657,8 +687,16 @@ enum dtrx_status rt_params_decide(const struct dtrx_session *s, const struct dtr
             }
             p->train = best.kind == USE_PARAM;
             snprintf(p->reason, sizeof p->reason, "%s", best.kind ? best.role : "no gradient path");
+            /* Values are read only for tensors outside weight slots: a
+             * pass over every weight would cost seconds per gigabyte. */
+            if (p->train && !best.weight_slot && mask_value(t, &found)) {
+                p->train = 0;
+                snprintf(p->reason, sizeof p->reason, "mask (holds %g)", isnan(found) ? NAN : found);
+            } else if (p->train && !best.weight_slot) {
+                p->warning = expanded_warning(t);
+            }
         }
-        if (fl && p->uses > 1)
+        if (fl && p->uses > 1 && !p->warning)
             p->warning = shared_warning(&f, t, id);
     }
     facts_free(&f);

@@ -11,7 +11,8 @@ Usage: train_params_check.py DTREXEC CASE   (CASE: see CASES below)
   bit-identical, changes the others, and the loss stays finite.
 - overrides: --freeze / --trainable patterns, repeatable and comma-separated.
 - shared: one initializer as two LayerNorm scales is warned about (params and
-  --train); a tied embedding (Gather + Transpose for the head) is not.
+  --train), and so is a cls token expanded to the batch; a tied embedding
+  (Gather + Transpose for the head) is not.
 - lm-loss: cross-entropy over the last axis of [N, T, V] logits with [N, T]
   labels holding -100 (ignored), and over axis 1 of [N, C, T]: loss and one
   SGD step against numpy.
@@ -243,7 +244,16 @@ def shared(dtrexec, tmp):
     rows, res = params(dtrexec, tied)
     if "warning" in res.stderr or rows["wte"][2] != "train":
         raise SystemExit(f"FAIL: tied embedding: {rows} {res.stderr}")
-    print("PASS: merged norm scales and biases are warned about, a tied embedding is not")
+    # A cls token expanded to the batch before export: one slice, 2 copies.
+    cls = f32(np.random.default_rng(4).normal(0, 0.02, (1, 1, 8)))
+    nodes = [H("Concat", ["cls_tokens", "x"], ["y"], axis=1)]
+    path = os.path.join(tmp, "cls.onnx")
+    save(nodes, {"cls_tokens": np.concatenate([cls, cls])}, [vi("x", TensorProto.FLOAT, [2, 3, 8])],
+         [vi("y", TensorProto.FLOAT, [2, 4, 8])], path)
+    rows, res = params(dtrexec, path)
+    if "'cls_tokens' repeats one slice 2 times along axis 0" not in res.stderr or rows["cls_tokens"][2] != "train":
+        raise SystemExit(f"FAIL: expanded cls token: {rows} {res.stderr}")
+    print("PASS: merged norm scales and biases and an expanded cls token are warned about, a tied embedding is not")
 
 
 # ---- losses ----------------------------------------------------------------------
