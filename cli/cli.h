@@ -29,5 +29,8 @@ int cmd_params(int argc, char **argv); /* dtrexec params MODEL.onnx: which initi
 int cli_parse_size(const char *text, double *bytes, double *ratio);
 /* Appends `pattern` to the comma-separated list *list (heap, grown); -1 out of memory. */
 int cli_patterns_add(char **list, const char *pattern);
+struct dtrx_param_info;
+/* Warns on stderr about each pattern of the list that names no initializer. */
+void cli_patterns_warn_unmatched(const char *option, const char *patterns, const struct dtrx_param_info *p, int n);
 
 #endif

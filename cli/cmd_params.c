@@ -87,6 +87,8 @@ int cmd_params(int argc, char **argv)
             elements += p[i].numel;
         }
     }
+    cli_patterns_warn_unmatched("--freeze", freeze, p, n);
+    cli_patterns_warn_unmatched("--trainable", trainable, p, n);
     for (int i = 0; i < n; i++)
         if (p[i].warning)
             fprintf(stderr, "dtrexec: warning: %s\n", p[i].warning);

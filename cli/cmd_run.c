@@ -100,7 +100,9 @@ static void run_usage(FILE *f)
             "  --weight-decay F  --adam-bias-correction pytorch|hf\n"
             "memory budget:\n"
             "  --budget SIZE|Rx  --heuristic dtr|dtr-eq|dtr-local|lru|size|msps|random  --dealloc eager|banish|ignore\n"
-            "  --cost flops|measured  --trace FILE.jsonl  --verify-remat (check every recomputation bit for bit)\n");
+            "  --cost flops|measured  --trace FILE.jsonl  --verify-remat (check every recomputation bit for bit)\n"
+            "exit status: 0 success, 1 bad input or usage, 2 budget infeasible or out of memory, 3 internal error,\n"
+            "  4 training diverged (a non-finite loss: the message names the step and the first non-finite call)\n");
 }
 
 static int parse_count(const char *opt, const char *text, long long min, long long *out)
@@ -512,6 +514,8 @@ static void report_params(struct dtrx_session *s, const struct run_args *a)
     int n;
     if (dtrx_session_params(s, &a->topts, &p, &n))
         return;
+    cli_patterns_warn_unmatched("--freeze", a->freeze, p, n);
+    cli_patterns_warn_unmatched("--trainable", a->trainable, p, n);
     int trained = 0, by_rule = 0, by_option = 0;
     long long elements = 0;
     const char *reasons[8];

@@ -208,6 +208,9 @@ def overrides(dtrexec, tmp):
         "W1": ("frozen", "--freeze"), "W2": ("frozen", "--freeze"), "W_out": ("frozen", "--freeze"),
         "ln2_w": ("frozen", "--freeze"), "three": ("train", "--trainable"), "eps": ("train", "--trainable"),
         "shape_i64": ("frozen", "int64 (--trainable needs a float type)"), "wte": ("train", "embedding")})
+    _, res = params(dtrexec, path, ["--freeze", "nope*", "--trainable", "W1"])
+    if "--freeze 'nope*' matches no initializer" not in res.stderr or "'W1' matches" in res.stderr:
+        raise SystemExit(f"FAIL: a pattern that matches nothing is not warned about: {res.stderr}")
     out = os.path.join(tmp, "out.onnx")
     run(dtrexec, [path, "--train", "--steps", "2", "--lr", "0.01", "--freeze", "W*", "--trainable", "eps",
                   "--save", out, "--quiet"])
@@ -417,6 +420,12 @@ def nonfinite(dtrexec, tmp):
     s = json.load(open(stats))   # valid JSON, NaN as null
     if s["nonfinite_step"] != 2 or len(s["loss"]) != 2 or s["loss"][1] is not None or not np.isfinite(s["loss"][0]):
         raise SystemExit(f"FAIL: stats: loss {s['loss']}, nonfinite_step {s['nonfinite_step']}")
+
+    # The same under a memory budget: the check reads values through DTR.
+    res = run(dtrexec, [path, "--train", "--steps", "5", "--lr", "1", "--loss", "mse", "--labels",
+                        os.path.join(tmp, "t.npy"), "--budget", "8192"], expect=4)
+    if "step 2: the loss is nan" not in res.stderr or "node 'root' (Sqrt)" not in res.stderr:
+        raise SystemExit(f"FAIL: under a budget: {res.stderr}")
 
     # A weight that holds NaN from the start is named as such.
     nodes = [H("MatMul", ["x", "Wn"], ["p"], name="mm"), H("Add", ["p", "b"], ["y"])]
