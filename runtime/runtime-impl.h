@@ -385,8 +385,10 @@ enum dtrx_status rt_emit(struct dtrx_session *s, const char *op, const struct on
 int rt_constant(struct dtrx_session *s, const struct tensor *t, const char *tag);
 void rt_train_free(struct dtrx_session *s);
 /* With check_finite set: describes the call's first non-finite output in
- * s->nonfinite, once per run (train.c). */
+ * s->nonfinite, once per run (finite.c). */
 void rt_check_finite(struct dtrx_session *s, const struct rt_call *c);
+/* NaN without the sign bit, so that messages never say "-nan" (finite.c). */
+double rt_unsigned_nan(double v);
 
 double rt_now_seconds(void);
 /* The seed of call `index` in the current step: a different stream per call

@@ -742,90 +742,6 @@ static enum dtrx_status emit_update(struct dtrx_session *s, int p)
 
 /* ---- non-finite losses ------------------------------------------------------ */
 
-/* Index of the first NaN or infinity in `n` elements of type `dtype`, -1. */
-static int64_t first_nonfinite(int dtype, const void *data, int64_t n, double *value)
-{
-    for (int64_t i = 0; i < n; i++) {
-        double v = 0;
-        if (dtype == ONNX_DTYPE_FLOAT) {
-            v = ((const float *)data)[i];
-        } else if (dtype == ONNX_DTYPE_DOUBLE) {
-            v = ((const double *)data)[i];
-        } else {
-            /* float16 and bfloat16: all exponent bits set */
-            uint16_t h = ((const uint16_t *)data)[i];
-            int bad = dtype == ONNX_DTYPE_FLOAT16 ? (h & 0x7c00) == 0x7c00 : (h & 0x7f80) == 0x7f80;
-            int mantissa = dtype == ONNX_DTYPE_FLOAT16 ? (h & 0x3ff) : (h & 0x7f);
-            v = !bad ? 0 : mantissa ? NAN : (h >> 15 ? -INFINITY : INFINITY);
-        }
-        if (!isfinite(v)) {
-            *value = v;
-            return i;
-        }
-    }
-    return -1;
-}
-
-/* NaN without the sign bit's "-nan", which reads like a different value. */
-static double unsigned_nan(double v) { return isnan(v) ? NAN : v; }
-
-/* Where value v first holds a non-finite element (-1: nowhere, or not a
- * float tensor that can be read). */
-static int64_t value_nonfinite(struct dtrx_session *s, struct rt_value *v, double *value)
-{
-    if (v->container || !rt_dtype_is_float(v->t.dtype) || !rt_value_live(s, v))
-        return -1;
-    size_t bytes = tensor_size_bytes(&v->t);
-    if (!bytes)
-        return -1;
-    int64_t at = -1;
-    if (rt_budget_active(s)) {
-        void *host = malloc(bytes);
-        if (host && !rt_budget_read(s, v, host))
-            at = first_nonfinite(v->t.dtype, host, tensor_numel(&v->t), value);
-        free(host);
-    } else if (v->t.data) {
-        const void *host = rt_host_view(s, v->t.data, bytes);
-        if (host)
-            at = first_nonfinite(v->t.dtype, host, tensor_numel(&v->t), value);
-    }
-    return at;
-}
-
-void rt_check_finite(struct dtrx_session *s, const struct rt_call *c)
-{
-    if (s->nonfinite[0])
-        return;
-    for (int i = 0; i < c->n_out; i++) {
-        double bad;
-        int64_t at = c->out[i] >= 0 ? value_nonfinite(s, s->values[c->out[i]], &bad) : -1;
-        if (at < 0)
-            continue;
-        struct rt_value *y = s->values[c->out[i]];
-        char a[128], b[128];
-        size_t len = (size_t)snprintf(s->nonfinite, sizeof s->nonfinite,
-                                      "the first non-finite value is output '%s' %s (%g at flat index %lld) of "
-                                      "node '%s' (%s) in the %s pass", y->name, tensor_describe(&y->t, a, sizeof a),
-                                      unsigned_nan(bad), (long long)at, c->name, c->def->name, s->taping ? "forward" : "backward");
-        /* Values no checked call made: weights, inputs, targets. */
-        for (int k = 0; k < c->n_in && len < sizeof s->nonfinite; k++) {
-            double v;
-            struct rt_value *x = c->in[k] >= 0 ? s->values[c->in[k]] : NULL;
-            int64_t xat = x ? value_nonfinite(s, x, &v) : -1;
-            if (xat >= 0) {
-                snprintf(s->nonfinite + len, sizeof s->nonfinite - len, ", whose input '%s' %s already holds %g "
-                         "(at %lld)%s", x->name, tensor_describe(&x->t, b, sizeof b), unsigned_nan(v), (long long)xat,
-                         x->kind == RT_VALUE_INITIALIZER ? ": an initializer (loaded so, or made so by an update)" :
-                         x->kind == RT_VALUE_INPUT ? ": a graph input" : "");
-                return;
-            }
-        }
-        if (len < sizeof s->nonfinite)
-            snprintf(s->nonfinite + len, sizeof s->nonfinite - len, ", from finite inputs");
-        return;
-    }
-}
-
 /* The loss of the step just taken was not finite: the step runs once more,
  * every call's outputs checked, to say where it began. No weight has
  * changed; the random streams are the step's, so the values are the same. */
@@ -844,10 +760,10 @@ static enum dtrx_status diverged(struct dtrx_session *s, double loss)
         snprintf(where, sizeof where, "the run to locate it failed: %s", dtrx_last_error());
     else
         snprintf(where, sizeof where, "a second run of the step gave %g and no non-finite value",
-                 unsigned_nan(again));
+                 rt_unsigned_nan(again));
     return rt_fail(DTRX_ERR_NONFINITE, "step %lld: the loss is %g; %s. Training stops before the update; a lower "
                    "--lr, or freezing a constant the exporter made an initializer (`dtrexec params MODEL`), may help",
-                   step, unsigned_nan(loss), where);
+                   step, rt_unsigned_nan(loss), where);
 }
 
 const char *dtrx_session_loss_description(const struct dtrx_session *s)
