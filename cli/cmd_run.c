@@ -506,8 +506,8 @@ static size_t reason_key(const char *reason)
     return n;
 }
 
-/* What trains, on stderr: counts, the rule's reasons for what it froze,
- * and the warnings of dtrx_session_params. */
+/* What trains, on stderr: the warnings of dtrx_session_params, and unless
+ * --quiet the counts and the rule's reasons for what it froze. */
 static void report_params(struct dtrx_session *s, const struct run_args *a)
 {
     const struct dtrx_param_info *p;
@@ -547,6 +547,8 @@ static void report_params(struct dtrx_session *s, const struct run_args *a)
         else
             other++;
     }
+    if (a->quiet)
+        return;   /* the warnings above are printed all the same */
     fprintf(stderr, "training %d tensors (%lld elements); %d initializers frozen by rule", trained, elements, by_rule);
     for (int r = 0; r < n_reasons; r++)
         fprintf(stderr, "%s%.*s: %d", r ? ", " : " (", (int)reason_key(reasons[r]), reasons[r], counts[r]);
@@ -561,7 +563,7 @@ static void report_params(struct dtrx_session *s, const struct run_args *a)
 static enum dtrx_status train(struct dtrx_session *s, struct run_args *a)
 {
     enum dtrx_status st = dtrx_session_train_begin(s, &a->topts);
-    if (!st && !a->quiet && !a->export_path)
+    if (!st && !a->export_path)
         report_params(s, a);
     if (!st && a->labels_path)
         st = load_labels(s, a->labels_path);
