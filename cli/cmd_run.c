@@ -50,6 +50,7 @@ struct run_args {
     const char *plan_path;         /* --plan SCHEDULE.json */
     char *freeze, *trainable;      /* --freeze/--trainable, repeated: comma-joined patterns */
     int nonfinite_step;            /* the step whose loss was not finite, 0 none */
+    const char *grad_dir;          /* --grad-dir DIR: the last step's gradients */
 };
 
 static const char *const optimizer_names[] = { "sgd", "momentum", "adam", "adamw" };
@@ -98,6 +99,8 @@ static void run_usage(FILE *f)
             "  --freeze PATTERN  --trainable PATTERN  glob patterns over initializer names (repeatable, or\n"
             "                               comma-separated) overriding which are parameters (dtrexec params)\n"
             "  --weight-decay F  --adam-bias-correction pytorch|hf\n"
+            "  --grad-dir DIR  write each parameter's gradient of the last step as DIR/<name>.pb, listed in\n"
+            "                  DIR/index.json\n"
             "memory budget:\n"
             "  --budget SIZE|Rx  --heuristic dtr|dtr-eq|dtr-local|lru|size|msps|random  --dealloc eager|banish|ignore\n"
             "  --cost flops|measured  --trace FILE.jsonl  --verify-remat (check every recomputation bit for bit)\n"
@@ -167,7 +170,7 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
             "--input", "--dim", "--output-dir", "--stats", "--device", "--threads", "--repeat", "--seed",
             "--steps", "--lr", "--momentum", "--weight-decay", "--optimizer", "--loss", "--adam-bias-correction",
             "--freeze", "--trainable", "--labels", "--save", "--budget", "--heuristic", "--dealloc", "--trace", "--cost", "--plan",
-            "-o", "--export",
+            "-o", "--export", "--grad-dir",
         };
         int known = 0;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
@@ -282,6 +285,8 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
                 return -1;
         } else if (!strcmp(arg, "--plan")) {
             a->plan_path = val;
+        } else if (!strcmp(arg, "--grad-dir")) {
+            a->grad_dir = val;
         } else {
             fprintf(stderr, "dtrexec: unknown option '%s' (see dtrexec --help)\n", arg);
             return -1;
@@ -289,6 +294,10 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
     }
     if (!a->model) {
         run_usage(stderr);
+        return -1;
+    }
+    if (a->grad_dir && !a->train) {
+        fprintf(stderr, "dtrexec: --grad-dir needs --train\n");
         return -1;
     }
     a->topts.fresh_targets = a->fresh;
@@ -558,6 +567,87 @@ static void report_params(struct dtrx_session *s, const struct run_args *a)
     if (by_option)
         fprintf(stderr, ", %d by --freeze", by_option);
     fprintf(stderr, "; `dtrexec params %s` lists them\n", a->model);
+static void json_string(FILE *f, const char *text)
+{
+    fputc('"', f);
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++)
+        if (*c == '"' || *c == '\\')
+            fprintf(f, "\\%c", *c);
+        else if (*c < 0x20)
+            fprintf(f, "\\u%04x", *c);
+        else
+            fputc(*c, f);
+    fputc('"', f);
+}
+
+/* --grad-dir: each initializer with a gradient after the last step, as
+ * DIR/<name>.pb, and DIR/index.json mapping the names to the files. A name
+ * is kept where it is safe as a file name ([A-Za-z0-9._-], not starting with
+ * a dot); otherwise its other characters become '_' and "-<k>" (its
+ * initializer index) keeps it apart from names that map alike. */
+static enum dtrx_status write_grads(struct dtrx_session *s, const struct run_args *a)
+{
+    char err[1024];
+    struct onnx_model *m = NULL;
+    if (onnx_model_load(a->model, &m, err, sizeof err)) {
+        fprintf(stderr, "dtrexec: %s\n", err);
+        return DTRX_ERR_INPUT;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/index.json", a->grad_dir);
+    FILE *idx = NULL;
+    if ((mkdir(a->grad_dir, 0777) && errno != EEXIST) || !(idx = fopen(path, "w"))) {
+        fprintf(stderr, "dtrexec: --grad-dir: cannot write '%s': %s\n", path, strerror(errno));
+        onnx_model_free(m);
+        return DTRX_ERR_INPUT;
+    }
+    struct dtrx_stats stats;
+    dtrx_session_stats(s, &stats);
+    fprintf(idx, "{\"step\": %d, \"gradients\": [", stats.runs);
+    enum dtrx_status st = DTRX_OK;
+    int n = 0;
+    const struct onnx_graph *g = m->graph;
+    for (int i = 0; i < g->n_initializers && !st; i++) {
+        const char *name = g->initializers[i].name;
+        struct dtrx_tensor grad;
+        if (dtrx_session_get_grad(s, name, &grad))
+            continue;   /* not trained, or no gradient reaches it */
+        char file[512];
+        int changed = !name[0] || name[0] == '.';
+        size_t k = 0;
+        for (; name[k] && k < sizeof file - 32; k++) {
+            char c = name[k];
+            int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                     c == '_' || c == '-';
+            file[k] = ok && !(k == 0 && c == '.') ? c : '_';
+            changed |= file[k] != c;
+        }
+        changed |= name[k] != 0;
+        if (changed)
+            k += (size_t)snprintf(file + k, sizeof file - k, "%s-%d", k ? "" : "_", i);
+        snprintf(file + k, sizeof file - k, ".pb");
+        struct onnx_tensor t = { .name = (char *)name, .dtype = grad.dtype, .rank = grad.rank, .data = grad.data,
+                                 .size_bytes = (size_t)dtrx_tensor_numel(&grad) * dtrx_dtype_size(grad.dtype) };
+        memcpy(t.dims, grad.dims, sizeof t.dims);
+        snprintf(path, sizeof path, "%s/%s", a->grad_dir, file);
+        if (onnx_tensor_save(&t, path, err, sizeof err)) {
+            fprintf(stderr, "dtrexec: %s\n", err);
+            st = DTRX_ERR_INPUT;
+            break;
+        }
+        fprintf(idx, "%s\n  {\"name\": ", n++ ? "," : "");
+        json_string(idx, name);
+        fprintf(idx, ", \"file\": ");
+        json_string(idx, file);
+        fprintf(idx, "}");
+    }
+    fprintf(idx, "%s]}\n", n ? "\n" : "");
+    if (fclose(idx) && !st) {
+        fprintf(stderr, "dtrexec: --grad-dir: cannot write '%s/index.json'\n", a->grad_dir);
+        st = DTRX_ERR_INPUT;
+    }
+    onnx_model_free(m);
+    return st;
 }
 
 static enum dtrx_status train(struct dtrx_session *s, struct run_args *a)
@@ -599,6 +689,8 @@ static enum dtrx_status train(struct dtrx_session *s, struct run_args *a)
         fprintf(stderr, "dtrexec: %s\n", dtrx_last_error());
         return st;
     }
+    if (a->grad_dir && (st = write_grads(s, a)))
+        return st;
     if (a->save_path && (st = dtrx_session_save(s, a->save_path)))
         fprintf(stderr, "dtrexec: %s\n", dtrx_last_error());
     return st;
