@@ -48,9 +48,9 @@ struct run_args {
     int measured_costs;
     const char *export_path;       /* dtrexec export: write the step's graph instead of training */
     const char *plan_path;         /* --plan SCHEDULE.json */
+    const char *grad_dir;          /* --grad-dir DIR: the last step's gradients */
     char *freeze, *trainable;      /* --freeze/--trainable, repeated: comma-joined patterns */
     int nonfinite_step;            /* the step whose loss was not finite, 0 none */
-    const char *grad_dir;          /* --grad-dir DIR: the last step's gradients */
 };
 
 static const char *const optimizer_names[] = { "sgd", "momentum", "adam", "adamw" };
@@ -567,6 +567,8 @@ static void report_params(struct dtrx_session *s, const struct run_args *a)
     if (by_option)
         fprintf(stderr, ", %d by --freeze", by_option);
     fprintf(stderr, "; `dtrexec params %s` lists them\n", a->model);
+}
+
 static void json_string(FILE *f, const char *text)
 {
     fputc('"', f);

@@ -16,17 +16,6 @@ struct act_params {
 
 struct prelu_grad_params {
     int wrt;                       /* 0: X, 1: the slope */
-/* ops/along_axis.c */
-enum along_axis_kind {
-    ALONG_HARDMAX, ALONG_LPNORM, ALONG_LPNORM_GRAD, ALONG_CUMPROD, ALONG_CUMPROD_GRAD,
-};
-
-struct along_axis_params {
-    int kind;                      /* enum along_axis_kind */
-    int64_t axis;                  /* Hardmax, LpNormalization (CumProd: input 1) */
-    int coerce_2d;                 /* Hardmax < 13 */
-    int p;                         /* LpNormalization: 1 or 2 */
-    int exclusive, reverse;        /* CumProd */
 };
 
 /* ops/batch_norm.c */
@@ -368,6 +357,20 @@ struct clip_params {
     int from_inputs;               /* opset >= 11: bounds are inputs 1 and 2 */
     float min, max;                /* opset < 11: the attributes */
 };
+
+/* ops/along_axis.c */
+enum along_axis_kind {
+    ALONG_HARDMAX, ALONG_LPNORM, ALONG_LPNORM_GRAD, ALONG_CUMPROD, ALONG_CUMPROD_GRAD,
+};
+
+struct along_axis_params {
+    int kind;                      /* enum along_axis_kind */
+    int64_t axis;                  /* Hardmax, LpNormalization (CumProd: input 1) */
+    int coerce_2d;                 /* Hardmax < 13 */
+    int p;                         /* LpNormalization: 1 or 2 */
+    int exclusive, reverse;        /* CumProd */
+};
+
 
 /* ops/bitwise.c */
 struct bitshift_params {
