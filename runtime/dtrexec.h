@@ -205,8 +205,9 @@ struct dtrx_param_info {
     const char *reason;       /* its role ("Conv weight", "LayerNormalization scale") or why it is
                                * frozen ("Pow exponent", "0-d scalar", "int64", "no gradient path",
                                * "--freeze") */
-    const char *warning;      /* NULL, or what may be wrong (one tensor filling several bias or
-                               * norm roles: merged by the exporter) */
+    const char *warning;      /* NULL, or what may be wrong: one tensor filling several bias or
+                               * norm roles (merged by the exporter), one slice repeated along
+                               * axis 0 (a parameter expanded to the batch and lifted) */
 };
 
 /* Decides, from the graph alone, which initializers are parameters (the
@@ -234,8 +235,8 @@ enum dtrx_status dtrx_session_backward(struct dtrx_session *s, double *loss);
  * every call's outputs, so that the message names the first call whose
  * output was not finite. */
 enum dtrx_status dtrx_session_train_step(struct dtrx_session *s, double *loss);
-/* Which loss the first step chose and why ("cross-entropy over the last
- * axis of 'logits' float32[2,5,11] (auto: ...)"); "" before. */
+/* Which loss the last step took and why ("cross-entropy over the last
+ * axis of 'logits' float32[2,5,11], ... (auto: ...)"); "" before any. */
 const char *dtrx_session_loss_description(const struct dtrx_session *s);
 /* The gradient of the named initializer or input after the last backward
  * pass (host memory valid until the next step). */
