@@ -227,11 +227,6 @@ int onnx_model_widen_half(struct onnx_model *m, struct onnx_widening **out, char
     return 0;
 }
 
-int onnx_widening_count(const struct onnx_widening *w)
-{
-    return w ? w->n_fields + w->n_tensors : 0;
-}
-
 int onnx_model_save_narrowed(struct onnx_model *m, const struct onnx_widening *w, const char *path, char *err,
                              size_t err_size)
 {
@@ -282,4 +277,12 @@ int onnx_model_save_narrowed(struct onnx_model *m, const struct onnx_widening *w
     }
     free(kept);
     return rc;
+}
+
+int onnx_widening_file_dtype(const struct onnx_widening *w, const struct onnx_tensor *t)
+{
+    for (int i = 0; w && i < w->n_tensors; i++)
+        if (w->tensors[i].t == t)
+            return w->tensors[i].orig;
+    return t->dtype;
 }

@@ -186,7 +186,9 @@ int onnx_model_save(const struct onnx_model *m, const char *path, char *err, siz
  * the record of what changed, NULL when nothing did. */
 struct onnx_widening;
 int onnx_model_widen_half(struct onnx_model *m, struct onnx_widening **out, char *err, size_t err_size);
-int onnx_widening_count(const struct onnx_widening *w);
+/* The element type tensor t has in the file (FLOAT16 or BFLOAT16 where it
+ * was widened, else its own). */
+int onnx_widening_file_dtype(const struct onnx_widening *w, const struct onnx_tensor *t);
 void onnx_widening_free(struct onnx_widening *w);
 /* Saves `m` in its own types: the widened tensors rounded to their half
  * type (nearest even), the element types as in the file. `m` in memory is

@@ -222,7 +222,8 @@ enum dtrx_status dtrx_session_params(struct dtrx_session *s, const struct dtrx_t
 
 /* Switches the session to training: the initializers dtrx_session_params
  * marks trainable become parameters; optimizer state is allocated as tensor
- * memory. float16/bfloat16 parameters are refused (not supported yet). */
+ * memory. float16/bfloat16 parameters train as float32 master weights (the
+ * model was widened at load, onnx/half.c); dtrx_session_save rounds them back. */
 enum dtrx_status dtrx_session_train_begin(struct dtrx_session *s, const struct dtrx_train_options *o);
 /* Targets for the loss (class indices for cross-entropy, a tensor of the
  * output's shape for MSE); seeded random targets are used when none is set. */

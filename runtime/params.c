@@ -734,7 +734,8 @@ enum dtrx_status dtrx_session_params(struct dtrx_session *s, const struct dtrx_t
     for (int i = 0; i < g->n_initializers; i++) {
         const struct onnx_tensor *t = &g->initializers[i];
         info[i] = (struct dtrx_param_info){
-            .name = t->name, .dtype = t->dtype, .rank = t->rank, .numel = onnx_tensor_numel(t),
+            .name = t->name, .dtype = onnx_widening_file_dtype(s->widening, t), .rank = t->rank,
+            .numel = onnx_tensor_numel(t),
             .trainable = d[i].train, .reason = d[i].reason, .warning = d[i].warning,
         };
         memcpy(info[i].dims, t->dims, sizeof info[i].dims);

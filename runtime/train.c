@@ -35,7 +35,7 @@ static enum dtrx_status choose_params(struct dtrx_session *s)
     enum dtrx_status st = rt_params_decide(s, &t->opts, &d);
     if (st)
         return st;
-    int n_float = 0, n_half = 0, half = -1;
+    int n_float = 0;
     char frozen[512] = "";
     size_t len = 0;
     for (int i = 0; i < g->n_initializers; i++) {
@@ -50,24 +50,10 @@ static enum dtrx_status choose_params(struct dtrx_session *s)
                                         init->name, d[i].reason);
             continue;
         }
-        if (!is_float(init->dtype)) {
-            if (!n_half++)
-                half = i;
-            continue;
-        }
         v->requires_grad = 1;
         t->params[t->n_params++] = d[i].value;
     }
-    if (n_half) {
-        const struct onnx_tensor *h = &g->initializers[half];
-        struct tensor ht = { .dtype = h->dtype, .rank = h->rank };
-        memcpy(ht.dims, h->dims, sizeof ht.dims);
-        char desc[128];
-        st = rt_fail(DTRX_ERR_INPUT, "training %s parameters is not supported yet: '%s' is %s (%d of the model's "
-                     "%d parameters are float16/bfloat16); convert the model to float32, or leave them out with "
-                     "--freeze PATTERN", onnx_dtype_name(h->dtype), h->name, tensor_describe(&ht, desc, sizeof desc),
-                     n_half, n_half + t->n_params);
-    } else if (!t->n_params && !t->opts.grad_inputs) {
+    if (!t->n_params && !t->opts.grad_inputs) {
         st = rt_fail(DTRX_ERR_INPUT, "the model has nothing to train: none of its %d float initializers is a "
                      "parameter%s%s%s (`dtrexec params MODEL` says why; --trainable PATTERN trains one anyway)",
                      n_float, n_float ? " (" : "", frozen, n_float ? ")" : "");

@@ -966,12 +966,13 @@ START_TEST(test_resize)
     tfree(y);
     tfree(sc);
 
-    /* Out-of-scope modes are refused by name. */
+    /* Modes the spec does not define are refused by name, and so is
+     * antialias with nearest (the spec allows it for linear and cubic). */
     struct tnode tn;
     struct tensor *out[1];
-    const char *bad_attr[][2] = { { "mode", "cubic" },
-                                  { "coordinate_transformation_mode", "tf_crop_and_resize" },
-                                  { "keep_aspect_ratio_policy", "not_larger" } };
+    const char *bad_attr[][2] = { { "mode", "lanczos" },
+                                  { "coordinate_transformation_mode", "tf_half_pixel_for_nn" },
+                                  { "keep_aspect_ratio_policy", "fill" } };
     for (int i = 0; i < 3; i++) {
         tnode_init(&tn, "Resize", 4, 1);
         attr_string(&tn, bad_attr[i][0], bad_attr[i][1]);
