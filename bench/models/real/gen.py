@@ -168,12 +168,12 @@ def tv_googlenet():
 def tv_mnasnet():
     from torchvision.models import MNASNet
     m = MNASNet(0.25, num_classes=CLASSES, dropout=0.0)
-    # MNASNet's own stacks at alpha 0.25; its 1280-channel head narrowed.
-    layers = list(m.layers)
-    head_in = layers[13].in_channels
-    layers[13] = nn.Conv2d(head_in, 64, 1, 1, 0, bias=False)
-    layers[14] = nn.BatchNorm2d(64, momentum=0.0003)
-    m.layers = nn.Sequential(*layers)
+    # MNASNet's own stem and first three stacks at alpha 0.25, and its head
+    # (1x1 conv, BN, ReLU) narrowed from 1280 channels to 64.
+    layers = list(m.layers)   # 0-7 stem, 8-13 the stacks, 14-16 the head
+    head_in = [c for c in layers[10].modules() if isinstance(c, nn.Conv2d)][-1].out_channels
+    m.layers = nn.Sequential(*layers[:11], nn.Conv2d(head_in, 64, 1, 1, 0, bias=False),
+                             nn.BatchNorm2d(64, momentum=0.0003), nn.ReLU(inplace=True))
     m.classifier = nn.Sequential(nn.Dropout(p=0.0, inplace=True), nn.Linear(64, CLASSES))
     return m
 
@@ -198,7 +198,7 @@ def timm_vit():
 
 def timm_convnext():
     from timm.models.convnext import ConvNeXt
-    return ConvNeXt(depths=(1, 1), dims=(16, 32), num_classes=CLASSES)
+    return ConvNeXt(depths=(1, 1, 1, 1), dims=(8, 16, 24, 32), num_classes=CLASSES)
 
 
 def timm_resnet():
@@ -211,7 +211,8 @@ def timm_mobilevit():
     cfg = ByoModelCfg(
         blocks=(ByoBlockCfg(type="bottle", d=1, c=16, s=1, gs=1, br=2.0),
                 ByoBlockCfg(type="bottle", d=1, c=24, s=2, gs=1, br=2.0),
-                ByoBlockCfg(type="mobilevit", d=1, c=32, s=2, br=2.0, gs=1,
+                ByoBlockCfg(type="bottle", d=1, c=32, s=2, gs=1, br=2.0),   # as timm's _mobilevit_block
+                ByoBlockCfg(type="mobilevit", d=1, c=32, s=1, br=2.0, gs=1,
                             block_kwargs=dict(transformer_dim=32, transformer_depth=1, patch_size=2,
                                               num_heads=2))),
         stem_chs=8, stem_type="3x3", stem_pool="", downsample="", act_layer="silu", num_features=64)
@@ -219,8 +220,15 @@ def timm_mobilevit():
 
 
 def timm_efficientformer():
-    from timm.models.efficientformer import EfficientFormer
-    return EfficientFormer(depths=(1, 1, 1, 1), embed_dims=(8, 16, 24, 32), num_vit=1, num_classes=CLASSES)
+    from timm.models.efficientformer import Attention, EfficientFormer
+    m = EfficientFormer(depths=(1, 1, 1, 1), embed_dims=(8, 16, 24, 32), num_vit=1, num_classes=CLASSES)
+    # Its attention's bias table is fixed at 7x7 positions (224x224 input);
+    # the same class at the 2x2 positions a 64x64 input leaves.
+    for mod in m.modules():
+        if hasattr(mod, "token_mixer") and isinstance(mod.token_mixer, Attention):
+            mod.token_mixer = Attention(mod.token_mixer.qkv.in_features, key_dim=8, num_heads=2, attn_ratio=2,
+                                        resolution=2)
+    return m
 
 
 class HFLogits(nn.Module):
@@ -432,7 +440,7 @@ ARCHS = {
 # ---- inputs, loss, references -----------------------------------------------
 
 
-SMALL_IMAGES = {"tv_vit", "tv_swin", "timm_vit", "hf_vit", "timm_efficientformer"}
+SMALL_IMAGES = {"tv_vit", "tv_swin", "timm_vit", "hf_vit"}
 
 
 def make_inputs(name, kind, gen):
@@ -562,19 +570,36 @@ def map_initializers(onnx_model, params):
 def write_ref(d, mode, model, state, kind, inputs, labels):
     """ref-<mode>/: PyTorch's float64 trajectory in that mode."""
     train = mode == "train"
+    r = os.path.join(d, f"ref-{mode}")
+    os.makedirs(r)
     m64 = copy.deepcopy(model).double()
-    m64.load_state_dict({k: v.double() if v.is_floating_point() else v for k, v in state.items()})
+    s64 = copy.copy(state)   # keeps _metadata: some classes (MNASNet) read their version from it
+    for k, v in s64.items():
+        s64[k] = v.double() if v.is_floating_point() else v
+    m64.load_state_dict(s64)
     in64 = [x.double() if x.is_floating_point() else x for x in inputs]
+    if mode == "eval":
+        # Only inference reads eval-mode numbers (training is compared with
+        # train mode): the output alone.
+        m64.eval()
+        with torch.no_grad():
+            out64 = m64(*in64)
+        np.save(os.path.join(r, "output.npy"), out64.numpy().astype(np.float32))
+        return {}, out64
     lab64 = labels.double() if labels.is_floating_point() else labels
     out64, losses, grads, w3 = trajectory(m64, kind, in64, lab64, train)
     m32 = copy.deepcopy(model)
     m32.load_state_dict(state)
     out32, losses32, grads32, w332 = trajectory(m32, kind, inputs, labels, train)
     gmax = max(float(g.abs().max()) for g in grads.values())
+    # Per parameter, how far PyTorch's own float32 gradient is from the
+    # float64 one (relative as tests/real_check.py measures): gradients that
+    # are zero in exact arithmetic are rounding alone in float32.
     grad_f32 = {k: max_rel(grads32[k], grads[k], 1e-3 * gmax) for k in grads}
     f32 = dict(output=max_rel(out32, out64), loss=abs(losses32[0] - losses[0]) / max(abs(losses[0]), 1e-30),
                grads=max(grad_f32.values()), weights3=max(max_rel(w332[k], w3[k]) for k in w3))
-    r = os.path.join(d, f"ref-{mode}")
+    stats = dict(losses=losses, torch_f32_err=f32, torch_f32_grad_err=grad_f32,
+                 torch_f32_weights3_err={k: max_rel(w332[k], w3[k]) for k in w3}, params=sorted(grads))
     for sub in ("inputs", "grads", "weights3"):
         os.makedirs(os.path.join(r, sub))
     for i, x in enumerate(inputs):
@@ -585,10 +610,7 @@ def write_ref(d, mode, model, state, kind, inputs, labels):
     for k in grads:
         np.save(os.path.join(r, "grads", f"{k}.npy"), grads[k].numpy().astype(np.float32))
         np.save(os.path.join(r, "weights3", f"{k}.npy"), w3[k].numpy().astype(np.float32))
-    # Per parameter, how far PyTorch's own float32 gradient is from the
-    # float64 one (relative as tests/real_check.py measures): gradients that
-    # are zero in exact arithmetic are rounding alone in float32.
-    return dict(losses=losses, torch_f32_err=f32, torch_f32_grad_err=grad_f32, params=sorted(grads)), out64
+    return stats, out64
 
 
 def has_batchnorm(model):
@@ -615,7 +637,7 @@ def refs_only(name, out_dir):
     model.eval()
     inputs = make_inputs(name, kind, gen)
     with torch.no_grad():
-        out = model(*inputs)
+        out = copy.deepcopy(model)(*inputs)
     labels = make_labels(kind, out, gen)
     state = copy.deepcopy(model.state_dict())
     d = os.path.join(out_dir, name)
@@ -638,8 +660,8 @@ def build_one(name, out_dir):
     perturb(model, gen)
     model.eval()
     inputs = make_inputs(name, kind, gen)
-    with torch.no_grad():
-        out = model(*inputs)
+    with torch.no_grad():   # on a copy: timm's EfficientFormer caches its attention biases in eval
+        out = copy.deepcopy(model)(*inputs)
     labels = make_labels(kind, out, gen)
     state = copy.deepcopy(model.state_dict())
     n_params = sum(p.numel() for p in model.parameters())
@@ -648,7 +670,7 @@ def build_one(name, out_dir):
     d = os.path.join(out_dir, name)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
-    meta = dict(arch=name, cls=type(model).__name__, kind=kind, loss=dtrexec_loss(kind), lr=LR, steps=STEPS,
+    meta = dict(arch=name, cls=type(getattr(model, "m", model)).__name__,   # the library's class, not our wrapper kind=kind, loss=dtrexec_loss(kind), lr=LR, steps=STEPS,
                 n_params=n_params, seed=seed, refs={}, models=[],
                 labels_note="int64 class indices" if meta_ce(kind) else "float targets of the output's shape")
     specs = ["ts17-train", "dynamo18-train"] + extras
@@ -721,13 +743,19 @@ def main():
     with open(os.path.join(a.out, "VERSIONS.json"), "w") as f:
         json.dump({m.__name__: m.__version__ for m in (torch, torchvision, timm, transformers, onnx, onnxscript,
                                                       np)}, f, indent=1, sort_keys=True)
+    failed = []
     for n in names:
-        meta = (refs_only if a.refs_only else build_one)(n, os.path.normpath(a.out))
+        try:
+            meta = (refs_only if a.refs_only else build_one)(n, os.path.normpath(a.out))
+        except Exception as e:   # one architecture that cannot be built does not stop the others
+            print(f"{n}: FAILED: {type(e).__name__}: {e}", flush=True)
+            failed.append(n)
+            continue
         sizes = " ".join(f"{m['file']}:{m.get('bytes', 0) // 1024}K" if "bytes" in m else
                          f"{m['file']}:FAILED({m['export_error'][:80]})" for m in meta["models"])
         print(f"{n}: {meta['n_params']} params  {sizes}  f32err {meta['refs']['train']['torch_f32_err']}",
               flush=True)
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
