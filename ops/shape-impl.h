@@ -63,14 +63,33 @@ struct resize_params;
 struct resize_plan {
     int64_t out[TENSOR_MAX_RANK];
     double scale[TENSOR_MAX_RANK];
+    double roi[2 * TENSOR_MAX_RANK];   /* tf_crop_and_resize: starts, then ends (0 and 1 without one) */
 };
 struct resize_tap {
     int64_t i0, i1;
     double w;
 };
 int resize_make_plan(const struct op_call *c, struct resize_plan *pl);
+/* The separable path (ops/resize_general.c): y from x along every resized
+ * axis in turn; dx (zeroed here) from dy by the transposed passes in the
+ * reverse order. scale and roi as in the plan. */
+int resize_general_forward(const struct op_call *c, const struct resize_params *p, const double *scale,
+                           const double *roi, const struct tensor *x, struct tensor *y);
+int resize_general_backward(const struct op_call *c, const struct resize_params *p, const double *scale,
+                            const double *roi, const struct tensor *dy, struct tensor *dx);
 void resize_taps(const struct resize_params *p, double scale, int64_t in, int64_t out,
                  struct resize_tap *taps);
+
+/* The selection and prefix ops (ops/topk.c, ops/cumsum_trilu.c,
+ * ops/onehot.c): ArgMax/ArgMin's normalized axis (-1 after op_error());
+ * TopK's axis and k (host input K or the opset-1 attribute); CumSum's axis
+ * (host input 1); Trilu's diagonal offset (host input 1, default 0);
+ * OneHot's output axis and depth (host input 1). 0 or -1 after op_error(). */
+int arg_plan(const struct op_call *c);
+int topk_plan(const struct op_call *c, int *axis, int64_t *k);
+int cumsum_plan(const struct op_call *c, int *axis);
+int trilu_plan(const struct op_call *c, int64_t *k);
+int onehot_plan(const struct op_call *c, int *axis, int64_t *depth);
 
 /* Row-major element strides of a tensor. */
 static inline void shape_strides(const struct tensor *t, int64_t *strides)
