@@ -276,7 +276,7 @@ def hf_gpt2():
     from transformers import GPT2Config, GPT2LMHeadModel
     c = GPT2Config(vocab_size=VOCAB, n_positions=32, n_embd=32, n_layer=2, n_head=2, resid_pdrop=0.0,
                    embd_pdrop=0.0, attn_pdrop=0.0, use_cache=False, **_hf_common())
-    return HFLogits(GPT2LMHeadModel(c), mask=False)
+    return HFLogits(GPT2LMHeadModel(c))
 
 
 def hf_llama():
@@ -284,7 +284,7 @@ def hf_llama():
     c = LlamaConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                     num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=32, use_cache=False,
                     **_hf_common())
-    return HFLogits(LlamaForCausalLM(c), mask=False)
+    return HFLogits(LlamaForCausalLM(c))
 
 
 def hf_t5_encoder():
@@ -399,7 +399,8 @@ def nn_unet():
 
 # name -> (builder, kind, extra exports). kind: image (image -> class scores,
 # cross-entropy), tokens (ids+mask -> class scores, cross-entropy), lm (ids ->
-# [N,T,V] logits, cross-entropy over the last axis), mse-image, mse-tokens.
+# [N,T,V] logits, cross-entropy over the last axis), lm-mask (the same with an
+# attention mask), mse-image, mse-tokens.
 # Every architecture gets ts17-train and dynamo18-train; extras add eval-mode
 # exports and the dynamo exporter at opset 23.
 ARCHS = {
@@ -426,8 +427,11 @@ ARCHS = {
     "hf_bert": (hf_bert, "tokens", ["ts17-eval", "dynamo23-train"]),
     "hf_distilbert": (hf_distilbert, "tokens", []),
     "hf_roberta": (hf_roberta, "tokens", []),
-    "hf_gpt2": (hf_gpt2, "lm", ["dynamo18-eval"]),
-    "hf_llama": (hf_llama, "lm", ["dynamo23-train"]),
+    # With an attention mask, as training calls them: without one,
+    # transformers 5 computes packed-sequence boundaries with torch.diff,
+    # which the TorchScript exporter refuses (aten::diff).
+    "hf_gpt2": (hf_gpt2, "lm-mask", ["dynamo18-eval"]),
+    "hf_llama": (hf_llama, "lm-mask", ["dynamo23-train"]),
     "hf_t5_encoder": (hf_t5_encoder, "mse-tokens", []),
     "hf_vit": (hf_vit, "image", []),
     "nn_lstm_lm": (nn_lstm_lm, "lm", []),
@@ -448,7 +452,7 @@ def make_inputs(name, kind, gen):
         size = IMG_VIT if name in SMALL_IMAGES else IMG
         return [torch.randn(BATCH, 3, size, size, generator=gen)]
     ids = torch.randint(2, VOCAB, (BATCH, SEQ), generator=gen)
-    if kind in ("tokens", "mse-tokens"):
+    if kind in ("tokens", "mse-tokens", "lm-mask"):
         mask = torch.ones(BATCH, SEQ, dtype=torch.int64)
         mask[1, SEQ - 3:] = 0   # the second sequence is padded: the mask matters
         return [ids, mask]
@@ -458,13 +462,13 @@ def make_inputs(name, kind, gen):
 def make_labels(kind, out, gen):
     if kind in ("image", "tokens", "tokens-nomask"):
         return torch.randint(0, out.shape[1], (out.shape[0],), generator=gen)
-    if kind == "lm":
+    if kind.startswith("lm"):
         return torch.randint(0, out.shape[-1], tuple(out.shape[:-1]), generator=gen)
     return torch.randn(out.shape, generator=gen, dtype=out.dtype)
 
 
 def loss_of(kind, out, labels):
-    if kind == "lm":
+    if kind.startswith("lm"):
         return F.cross_entropy(out.reshape(-1, out.shape[-1]), labels.reshape(-1))
     if kind.startswith("mse"):
         return F.mse_loss(out, labels.to(out.dtype))
