@@ -674,7 +674,9 @@ def build_one(name, out_dir):
     d = os.path.join(out_dir, name)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
-    meta = dict(arch=name, cls=type(getattr(model, "m", model)).__name__,   # the library's class, not our wrapper kind=kind, loss=dtrexec_loss(kind), lr=LR, steps=STEPS,
+    # cls: the library's class, not our wrapper's
+    meta = dict(arch=name, cls=type(getattr(model, "m", model)).__name__, kind=kind, loss=dtrexec_loss(kind), lr=LR,
+                steps=STEPS,
                 n_params=n_params, seed=seed, refs={}, models=[],
                 labels_note="int64 class indices" if meta_ce(kind) else "float targets of the output's shape")
     specs = ["ts17-train", "dynamo18-train"] + extras
