@@ -18,7 +18,9 @@ uses running statistics; "ref_train", ref-train, for training):
              where PyTorch's own float32 gradient is further than TOL from the
              float64 reference (meta.json's torch_f32_grad_err), 10 times that
   steps3     --train --steps 3 (plain SGD, fixed lr, the same inputs): the three
-             losses and each parameter after them within TOL
+             losses and each parameter after them within TOL (or 10 times PyTorch
+             float32's own distance, torch_f32_weights3_err, where that is larger:
+             a model whose BatchNorm sees few values amplifies rounding)
   budgeted   the same three steps under --budget 0.5x: losses and every saved
              initializer bit-identical to the unbudgeted run; exit 2 (the budget is
              infeasible) is recorded as "infeasible", not as a failure
@@ -194,12 +196,13 @@ class Case:
         self.unbudgeted = (sv, st)
         self.check_losses(self.losses(st), 3)
         w = saved_weights(sv)
+        f32 = self.refmeta.get("torch_f32_weights3_err", {})
         bad, worst = [], 0.0
         for init, p in sorted(self.params.items()):
             e = rel_err(w[init], np.load(os.path.join(self.ref, "weights3", p + ".npy")))
             worst = max(worst, e)
-            if e > TOL:
-                bad.append(f"'{init}' off by {e:.3g}")
+            if e > max(TOL, F32_SLACK * f32.get(p, 0.0)):
+                bad.append(f"'{init}' off by {e:.3g}" + (f" (PyTorch float32: {f32[p]:.3g})" if p in f32 else ""))
         if bad:
             raise StageFail(f"{len(bad)} of {len(self.params)} weights after 3 steps: " + "; ".join(bad[:3]))
         return f"losses and {len(self.params)} weights, worst {worst:.2g}"

@@ -168,12 +168,12 @@ def tv_googlenet():
 def tv_mnasnet():
     from torchvision.models import MNASNet
     m = MNASNet(0.25, num_classes=CLASSES, dropout=0.0)
-    # MNASNet's own stacks at alpha 0.25; its 1280-channel head narrowed.
-    layers = list(m.layers)
-    head_in = layers[13].in_channels
-    layers[13] = nn.Conv2d(head_in, 64, 1, 1, 0, bias=False)
-    layers[14] = nn.BatchNorm2d(64, momentum=0.0003)
-    m.layers = nn.Sequential(*layers)
+    # MNASNet's own stem and first three stacks at alpha 0.25, and its head
+    # (1x1 conv, BN, ReLU) narrowed from 1280 channels to 64.
+    layers = list(m.layers)   # 0-7 stem, 8-13 the stacks, 14-16 the head
+    head_in = [c for c in layers[10].modules() if isinstance(c, nn.Conv2d)][-1].out_channels
+    m.layers = nn.Sequential(*layers[:11], nn.Conv2d(head_in, 64, 1, 1, 0, bias=False),
+                             nn.BatchNorm2d(64, momentum=0.0003), nn.ReLU(inplace=True))
     m.classifier = nn.Sequential(nn.Dropout(p=0.0, inplace=True), nn.Linear(64, CLASSES))
     return m
 
@@ -198,7 +198,7 @@ def timm_vit():
 
 def timm_convnext():
     from timm.models.convnext import ConvNeXt
-    return ConvNeXt(depths=(1, 1), dims=(16, 32), num_classes=CLASSES)
+    return ConvNeXt(depths=(1, 1, 1, 1), dims=(8, 16, 24, 32), num_classes=CLASSES)
 
 
 def timm_resnet():
@@ -211,7 +211,8 @@ def timm_mobilevit():
     cfg = ByoModelCfg(
         blocks=(ByoBlockCfg(type="bottle", d=1, c=16, s=1, gs=1, br=2.0),
                 ByoBlockCfg(type="bottle", d=1, c=24, s=2, gs=1, br=2.0),
-                ByoBlockCfg(type="mobilevit", d=1, c=32, s=2, br=2.0, gs=1,
+                ByoBlockCfg(type="bottle", d=1, c=32, s=2, gs=1, br=2.0),   # as timm's _mobilevit_block
+                ByoBlockCfg(type="mobilevit", d=1, c=32, s=1, br=2.0, gs=1,
                             block_kwargs=dict(transformer_dim=32, transformer_depth=1, patch_size=2,
                                               num_heads=2))),
         stem_chs=8, stem_type="3x3", stem_pool="", downsample="", act_layer="silu", num_features=64)
@@ -219,8 +220,15 @@ def timm_mobilevit():
 
 
 def timm_efficientformer():
-    from timm.models.efficientformer import EfficientFormer
-    return EfficientFormer(depths=(1, 1, 1, 1), embed_dims=(8, 16, 24, 32), num_vit=1, num_classes=CLASSES)
+    from timm.models.efficientformer import Attention, EfficientFormer
+    m = EfficientFormer(depths=(1, 1, 1, 1), embed_dims=(8, 16, 24, 32), num_vit=1, num_classes=CLASSES)
+    # Its attention's bias table is fixed at 7x7 positions (224x224 input);
+    # the same class at the 2x2 positions a 64x64 input leaves.
+    for mod in m.modules():
+        if hasattr(mod, "token_mixer") and isinstance(mod.token_mixer, Attention):
+            mod.token_mixer = Attention(mod.token_mixer.qkv.in_features, key_dim=8, num_heads=2, attn_ratio=2,
+                                        resolution=2)
+    return m
 
 
 class HFLogits(nn.Module):
@@ -268,7 +276,7 @@ def hf_gpt2():
     from transformers import GPT2Config, GPT2LMHeadModel
     c = GPT2Config(vocab_size=VOCAB, n_positions=32, n_embd=32, n_layer=2, n_head=2, resid_pdrop=0.0,
                    embd_pdrop=0.0, attn_pdrop=0.0, use_cache=False, **_hf_common())
-    return HFLogits(GPT2LMHeadModel(c), mask=False)
+    return HFLogits(GPT2LMHeadModel(c))
 
 
 def hf_llama():
@@ -276,7 +284,7 @@ def hf_llama():
     c = LlamaConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                     num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=32, use_cache=False,
                     **_hf_common())
-    return HFLogits(LlamaForCausalLM(c), mask=False)
+    return HFLogits(LlamaForCausalLM(c))
 
 
 def hf_t5_encoder():
@@ -391,7 +399,8 @@ def nn_unet():
 
 # name -> (builder, kind, extra exports). kind: image (image -> class scores,
 # cross-entropy), tokens (ids+mask -> class scores, cross-entropy), lm (ids ->
-# [N,T,V] logits, cross-entropy over the last axis), mse-image, mse-tokens.
+# [N,T,V] logits, cross-entropy over the last axis), lm-mask (the same with an
+# attention mask), mse-image, mse-tokens.
 # Every architecture gets ts17-train and dynamo18-train; extras add eval-mode
 # exports and the dynamo exporter at opset 23.
 ARCHS = {
@@ -418,8 +427,11 @@ ARCHS = {
     "hf_bert": (hf_bert, "tokens", ["ts17-eval", "dynamo23-train"]),
     "hf_distilbert": (hf_distilbert, "tokens", []),
     "hf_roberta": (hf_roberta, "tokens", []),
-    "hf_gpt2": (hf_gpt2, "lm", ["dynamo18-eval"]),
-    "hf_llama": (hf_llama, "lm", ["dynamo23-train"]),
+    # With an attention mask, as training calls them: without one,
+    # transformers 5 computes packed-sequence boundaries with torch.diff,
+    # which the TorchScript exporter refuses (aten::diff).
+    "hf_gpt2": (hf_gpt2, "lm-mask", ["dynamo18-eval"]),
+    "hf_llama": (hf_llama, "lm-mask", ["dynamo23-train"]),
     "hf_t5_encoder": (hf_t5_encoder, "mse-tokens", []),
     "hf_vit": (hf_vit, "image", []),
     "nn_lstm_lm": (nn_lstm_lm, "lm", []),
@@ -432,7 +444,7 @@ ARCHS = {
 # ---- inputs, loss, references -----------------------------------------------
 
 
-SMALL_IMAGES = {"tv_vit", "tv_swin", "timm_vit", "hf_vit", "timm_efficientformer"}
+SMALL_IMAGES = {"tv_vit", "tv_swin", "timm_vit", "hf_vit"}
 
 
 def make_inputs(name, kind, gen):
@@ -440,7 +452,7 @@ def make_inputs(name, kind, gen):
         size = IMG_VIT if name in SMALL_IMAGES else IMG
         return [torch.randn(BATCH, 3, size, size, generator=gen)]
     ids = torch.randint(2, VOCAB, (BATCH, SEQ), generator=gen)
-    if kind in ("tokens", "mse-tokens"):
+    if kind in ("tokens", "mse-tokens", "lm-mask"):
         mask = torch.ones(BATCH, SEQ, dtype=torch.int64)
         mask[1, SEQ - 3:] = 0   # the second sequence is padded: the mask matters
         return [ids, mask]
@@ -450,13 +462,13 @@ def make_inputs(name, kind, gen):
 def make_labels(kind, out, gen):
     if kind in ("image", "tokens", "tokens-nomask"):
         return torch.randint(0, out.shape[1], (out.shape[0],), generator=gen)
-    if kind == "lm":
+    if kind.startswith("lm"):
         return torch.randint(0, out.shape[-1], tuple(out.shape[:-1]), generator=gen)
     return torch.randn(out.shape, generator=gen, dtype=out.dtype)
 
 
 def loss_of(kind, out, labels):
-    if kind == "lm":
+    if kind.startswith("lm"):
         return F.cross_entropy(out.reshape(-1, out.shape[-1]), labels.reshape(-1))
     if kind.startswith("mse"):
         return F.mse_loss(out, labels.to(out.dtype))
@@ -562,19 +574,36 @@ def map_initializers(onnx_model, params):
 def write_ref(d, mode, model, state, kind, inputs, labels):
     """ref-<mode>/: PyTorch's float64 trajectory in that mode."""
     train = mode == "train"
+    r = os.path.join(d, f"ref-{mode}")
+    os.makedirs(r)
     m64 = copy.deepcopy(model).double()
-    m64.load_state_dict({k: v.double() if v.is_floating_point() else v for k, v in state.items()})
+    s64 = copy.copy(state)   # keeps _metadata: some classes (MNASNet) read their version from it
+    for k, v in s64.items():
+        s64[k] = v.double() if v.is_floating_point() else v
+    m64.load_state_dict(s64)
     in64 = [x.double() if x.is_floating_point() else x for x in inputs]
+    if mode == "eval":
+        # Only inference reads eval-mode numbers (training is compared with
+        # train mode): the output alone.
+        m64.eval()
+        with torch.no_grad():
+            out64 = m64(*in64)
+        np.save(os.path.join(r, "output.npy"), out64.numpy().astype(np.float32))
+        return {}, out64
     lab64 = labels.double() if labels.is_floating_point() else labels
     out64, losses, grads, w3 = trajectory(m64, kind, in64, lab64, train)
     m32 = copy.deepcopy(model)
     m32.load_state_dict(state)
     out32, losses32, grads32, w332 = trajectory(m32, kind, inputs, labels, train)
     gmax = max(float(g.abs().max()) for g in grads.values())
+    # Per parameter, how far PyTorch's own float32 gradient is from the
+    # float64 one (relative as tests/real_check.py measures): gradients that
+    # are zero in exact arithmetic are rounding alone in float32.
     grad_f32 = {k: max_rel(grads32[k], grads[k], 1e-3 * gmax) for k in grads}
     f32 = dict(output=max_rel(out32, out64), loss=abs(losses32[0] - losses[0]) / max(abs(losses[0]), 1e-30),
                grads=max(grad_f32.values()), weights3=max(max_rel(w332[k], w3[k]) for k in w3))
-    r = os.path.join(d, f"ref-{mode}")
+    stats = dict(losses=losses, torch_f32_err=f32, torch_f32_grad_err=grad_f32,
+                 torch_f32_weights3_err={k: max_rel(w332[k], w3[k]) for k in w3}, params=sorted(grads))
     for sub in ("inputs", "grads", "weights3"):
         os.makedirs(os.path.join(r, sub))
     for i, x in enumerate(inputs):
@@ -585,10 +614,7 @@ def write_ref(d, mode, model, state, kind, inputs, labels):
     for k in grads:
         np.save(os.path.join(r, "grads", f"{k}.npy"), grads[k].numpy().astype(np.float32))
         np.save(os.path.join(r, "weights3", f"{k}.npy"), w3[k].numpy().astype(np.float32))
-    # Per parameter, how far PyTorch's own float32 gradient is from the
-    # float64 one (relative as tests/real_check.py measures): gradients that
-    # are zero in exact arithmetic are rounding alone in float32.
-    return dict(losses=losses, torch_f32_err=f32, torch_f32_grad_err=grad_f32, params=sorted(grads)), out64
+    return stats, out64
 
 
 def has_batchnorm(model):
@@ -615,7 +641,7 @@ def refs_only(name, out_dir):
     model.eval()
     inputs = make_inputs(name, kind, gen)
     with torch.no_grad():
-        out = model(*inputs)
+        out = copy.deepcopy(model)(*inputs)
     labels = make_labels(kind, out, gen)
     state = copy.deepcopy(model.state_dict())
     d = os.path.join(out_dir, name)
@@ -638,8 +664,8 @@ def build_one(name, out_dir):
     perturb(model, gen)
     model.eval()
     inputs = make_inputs(name, kind, gen)
-    with torch.no_grad():
-        out = model(*inputs)
+    with torch.no_grad():   # on a copy: timm's EfficientFormer caches its attention biases in eval
+        out = copy.deepcopy(model)(*inputs)
     labels = make_labels(kind, out, gen)
     state = copy.deepcopy(model.state_dict())
     n_params = sum(p.numel() for p in model.parameters())
@@ -648,7 +674,9 @@ def build_one(name, out_dir):
     d = os.path.join(out_dir, name)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
-    meta = dict(arch=name, cls=type(model).__name__, kind=kind, loss=dtrexec_loss(kind), lr=LR, steps=STEPS,
+    # cls: the library's class, not our wrapper's
+    meta = dict(arch=name, cls=type(getattr(model, "m", model)).__name__, kind=kind, loss=dtrexec_loss(kind), lr=LR,
+                steps=STEPS,
                 n_params=n_params, seed=seed, refs={}, models=[],
                 labels_note="int64 class indices" if meta_ce(kind) else "float targets of the output's shape")
     specs = ["ts17-train", "dynamo18-train"] + extras
@@ -721,13 +749,19 @@ def main():
     with open(os.path.join(a.out, "VERSIONS.json"), "w") as f:
         json.dump({m.__name__: m.__version__ for m in (torch, torchvision, timm, transformers, onnx, onnxscript,
                                                       np)}, f, indent=1, sort_keys=True)
+    failed = []
     for n in names:
-        meta = (refs_only if a.refs_only else build_one)(n, os.path.normpath(a.out))
+        try:
+            meta = (refs_only if a.refs_only else build_one)(n, os.path.normpath(a.out))
+        except Exception as e:   # one architecture that cannot be built does not stop the others
+            print(f"{n}: FAILED: {type(e).__name__}: {e}", flush=True)
+            failed.append(n)
+            continue
         sizes = " ".join(f"{m['file']}:{m.get('bytes', 0) // 1024}K" if "bytes" in m else
                          f"{m['file']}:FAILED({m['export_error'][:80]})" for m in meta["models"])
         print(f"{n}: {meta['n_params']} params  {sizes}  f32err {meta['refs']['train']['torch_f32_err']}",
               flush=True)
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
