@@ -80,4 +80,15 @@ struct misc_upsample {
 };
 int misc_upsample_call(const struct op_call *c, struct misc_upsample *u);
 
+/* AffineGrid's geometry (ops/affine_grid.c) from the host input size: r
+ * spatial axes (2 or 3) of extents dims (D, H, W order), `points` of them
+ * per batch entry, and per axis the coordinate of index i, start + i * step. */
+struct misc_affine {
+    int r;
+    int64_t n, points;
+    int64_t dims[3];
+    double start[3], step[3];
+};
+int misc_affine_geom(const struct op_call *c, struct misc_affine *a);
+
 #endif

@@ -8,6 +8,11 @@
 
 #include "ops/nn-impl.h"
 
+/* ops/affine_grid.c */
+struct affine_grid_params {
+    int align_corners;
+};
+
 /* ops/along_axis.c */
 enum along_axis_kind {
     ALONG_HARDMAX, ALONG_LPNORM, ALONG_LPNORM_GRAD, ALONG_CUMPROD, ALONG_CUMPROD_GRAD,

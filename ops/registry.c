@@ -91,6 +91,9 @@
     X(op_det_grad) \
     /* Upsample of ops/upsample.c */ \
     X(op_upsample) \
+    /* AffineGrid of ops/affine_grid.c */ \
+    X(op_affine_grid) \
+    X(op_affine_grid_grad) \
     /* nn: conv, pool, normalization, gemm/matmul */ \
     X(op_conv) \
     X(op_conv_transpose) \

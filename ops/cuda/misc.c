@@ -9,8 +9,8 @@
  * Gather over uploaded indices) and ReverseSequence of ops/select_axis.c;
  * LRN and MeanVarianceNormalization of ops/local_norm.c with their
  * gradients, Det / DetGrad (ops/det.c), and Upsample as the layout
- * family's Resize (ops/upsample.c); and the family's table,
- * cuda_kernels_misc.
+ * family's Resize (ops/upsample.c), and AffineGrid with its gradient
+ * (ops/affine_grid.c); and the family's table, cuda_kernels_misc.
  *
  * Shapes, dtypes and attributes have been checked by the CPU op_def's
  * infer() before a kernel runs; the parameters are the ones its parse()
@@ -326,6 +326,24 @@ static int cuda_misc_upsample(struct op_call *c)
     return cuda_resize(&u.call);
 }
 
+/* ---- AffineGrid, AffineGridGrad (ops/affine_grid.c) ------------------------------ */
+
+static int cuda_misc_affine_grid(struct op_call *c)
+{
+    const int grad = !strcmp(c->def->name, "AffineGridGrad");
+    struct misc_affine g;
+    if (misc_affine_geom(c, &g))
+        return -1;
+    const struct tensor *t = c->in[0];
+    cudaError_t e = cuda_affine_grid_launch(cuda_ctx_of(c)->stream, t->dtype, &g,
+                                            grad ? NULL : t->data, grad ? t->data : NULL,
+                                            c->out[0]->data);
+    if (e == cudaErrorNotSupported)
+        return ew_dtype_error(c, "input 0", t->dtype, "float, double");
+    CUDA_TRY(c, e);
+    return 0;
+}
+
 /* ---- the family's table ---------------------------------------------------- */
 
 const struct cuda_kernel_entry cuda_kernels_misc[] = {
@@ -366,6 +384,8 @@ const struct cuda_kernel_entry cuda_kernels_misc[] = {
     { "", "Det", cuda_misc_det },
     { "dtrexec", "DetGrad", cuda_misc_det },
     { "", "Upsample", cuda_misc_upsample },
+    { "", "AffineGrid", cuda_misc_affine_grid },
+    { "dtrexec", "AffineGridGrad", cuda_misc_affine_grid },
     { "dtrexec", "UnaryMathGrad", cuda_misc_unary_math_grad },
     { 0 },
 };

@@ -7,7 +7,7 @@
  * their gradients), one thread per line with the CPU's arithmetic, and
  * ReverseSequence's permutation of rows, and LRN and
  * MeanVarianceNormalization with their gradients (ops/local_norm.c), and
- * Det / DetGrad over ops/det-impl.h. */
+ * Det / DetGrad over ops/det-impl.h, and AffineGrid with its gradient. */
 #include "ops/cuda/elem-device.cuh"
 #include "ops/cuda/misc-kernels.h"
 #include "ops/det-impl.h"
@@ -462,7 +462,74 @@ __global__ void __launch_bounds__(EW_THREADS)
     }
 }
 
+/* ---- AffineGrid ------------------------------------------------------------------- */
+
+__device__ void affine_base_point(const misc_affine &a, int64_t p, double *b)
+{
+    for (int i = a.r - 1; i >= 0; i--) {
+        int64_t idx = p % a.dims[i];
+        p /= a.dims[i];
+        b[a.r - 1 - i] = a.start[i] + (double)idx * a.step[i];
+    }
+    b[a.r] = 1;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(EW_THREADS) affine_kernel(misc_affine a, const T *theta, T *grid)
+{
+    const int r = a.r;
+    const int64_t total = a.n * a.points, stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += stride) {
+        const int64_t n = e / a.points, p = e % a.points;
+        double b[4];
+        affine_base_point(a, p, b);
+        for (int j = 0; j < r; j++) {
+            double s = 0;
+            for (int k = 0; k <= r; k++)
+                s += (double)theta[(n * r + j) * (r + 1) + k] * b[k];
+            grid[e * r + j] = (T)s;
+        }
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(EW_THREADS)
+    affine_grad_kernel(misc_affine a, const T *dgrid, T *dtheta)
+{
+    const int r = a.r;
+    const int64_t total = a.n * r * (r + 1), stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += stride) {
+        const int k = (int)(e % (r + 1)), j = (int)((e / (r + 1)) % r);
+        const int64_t n = e / (r * (r + 1));
+        double s = 0, b[4];
+        for (int64_t p = 0; p < a.points; p++) {
+            affine_base_point(a, p, b);
+            s += (double)dgrid[(n * a.points + p) * r + j] * b[k];
+        }
+        dtheta[e] = (T)s;
+    }
+}
+
 } // namespace
+
+extern "C" cudaError_t cuda_affine_grid_launch(cudaStream_t stream, int dtype,
+                                               const struct misc_affine *g, const void *theta,
+                                               const void *dgrid, void *out)
+{
+    return dtype_visit<DS_FLOATS>(dtype, [&](auto tag) -> cudaError_t {
+        typedef typename dt<decltype(tag)::value>::T T;
+        const int64_t total = dgrid ? g->n * g->r * (g->r + 1) : g->n * g->points;
+        if (total <= 0)
+            return cudaSuccess;
+        if (dgrid)
+            affine_grad_kernel<T><<<ew_blocks(total, EW_THREADS), EW_THREADS, 0, stream>>>(
+                *g, (const T *)dgrid, (T *)out);
+        else
+            affine_kernel<T><<<ew_blocks(total, EW_THREADS), EW_THREADS, 0, stream>>>(
+                *g, (const T *)theta, (T *)out);
+        return cudaGetLastError();
+    });
+}
 
 extern "C" cudaError_t cuda_det_launch(cudaStream_t stream, int dtype, int64_t batch, int64_t m,
                                        const void *dy, const void *x, void *y, double *work)

@@ -173,3 +173,12 @@ for v, mode in ((7, "nearest"), (7, "linear"), (9, "linear"), (10, "nearest")):
         model = single_op("Upsample", [("x", x), ("scales", np.array(sc, np.float32))], opset=v,
                           attrs={"mode": mode})
     CASES.append({"name": f"upsample_v{v}_{mode}", "model": model, "no_grad": ["scales"]})
+
+# ---- AffineGrid (ops/affine_grid.c): 2-D and 3-D, both corner modes -------------
+for ac in (0, 1):
+    case(f"affinegrid_2d_ac{ac}", single_op("AffineGrid", [("theta", rand(2, 2, 3)),
+                                                            ("size", np.array([2, 3, 4, 5], I64))],
+                                            opset=20, attrs={"align_corners": ac}))
+    case(f"affinegrid_3d_ac{ac}", single_op("AffineGrid", [("theta", rand(1, 3, 4, dtype=F64)),
+                                                            ("size", np.array([1, 2, 3, 2, 4], I64))],
+                                            opset=20, attrs={"align_corners": ac}))
