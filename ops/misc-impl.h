@@ -91,4 +91,9 @@ struct misc_affine {
 };
 int misc_affine_geom(const struct op_call *c, struct misc_affine *a);
 
+/* GridSample's geometry (ops/grid_sample.c, ops/grid_sample-impl.h) from
+ * the call's X and grid (inputs 0, 1; of GridSampleGrad 1, 2), checked. */
+struct gs_geom;
+int misc_grid_sample_geom(const struct op_call *c, struct gs_geom *g);
+
 #endif

@@ -277,6 +277,14 @@ struct eye_like_params {
     int64_t k;                     /* the diagonal: > 0 above the main one */
 };
 
+/* ops/grid_sample.c */
+struct grid_sample_params {
+    int mode;                      /* enum gs_mode (ops/grid_sample-impl.h) */
+    int padding;                   /* enum gs_padding */
+    int align;                     /* align_corners */
+    int only_2d;                   /* GridSample-16 */
+};
+
 /* ops/local_norm.c */
 struct lrn_params {
     int64_t size;

@@ -94,6 +94,9 @@
     /* AffineGrid of ops/affine_grid.c */ \
     X(op_affine_grid) \
     X(op_affine_grid_grad) \
+    /* GridSample of ops/grid_sample.c */ \
+    X(op_grid_sample) \
+    X(op_grid_sample_grad) \
     /* nn: conv, pool, normalization, gemm/matmul */ \
     X(op_conv) \
     X(op_conv_transpose) \

@@ -10,7 +10,8 @@
  * LRN and MeanVarianceNormalization of ops/local_norm.c with their
  * gradients, Det / DetGrad (ops/det.c), and Upsample as the layout
  * family's Resize (ops/upsample.c), and AffineGrid with its gradient
- * (ops/affine_grid.c); and the family's table, cuda_kernels_misc.
+ * (ops/affine_grid.c), and GridSample with its gradient (ops/grid_sample.c);
+ * and the family's table, cuda_kernels_misc.
  *
  * Shapes, dtypes and attributes have been checked by the CPU op_def's
  * infer() before a kernel runs; the parameters are the ones its parse()
@@ -22,6 +23,7 @@
 #include "ops/cuda/layout-impl.h"
 #include "ops/cuda/misc-kernels.h"
 #include "ops/elementwise-impl.h"
+#include "ops/grid_sample-impl.h"
 #include "ops/misc-impl.h"
 #include "ops/params.h"
 
@@ -344,6 +346,26 @@ static int cuda_misc_affine_grid(struct op_call *c)
     return 0;
 }
 
+/* ---- GridSample, GridSampleGrad (ops/grid_sample.c) ------------------------------ */
+
+static int cuda_misc_grid_sample(struct op_call *c)
+{
+    const int grad = c->n_in == 3;
+    struct gs_geom g;
+    if (misc_grid_sample_geom(c, &g))
+        return -1;
+    const struct tensor *x = c->in[grad], *grid = c->in[grad + 1];
+    void *o0 = c->out[0] ? c->out[0]->data : NULL;
+    void *o1 = grad && c->n_out > 1 && c->out[1] ? c->out[1]->data : NULL;
+    cudaError_t e = cuda_grid_sample_launch(cuda_ctx_of(c)->stream, x->dtype, &g,
+                                            grad ? c->in[0]->data : NULL, x->data, grid->data,
+                                            grad ? NULL : o0, grad ? o0 : NULL, o1);
+    if (e == cudaErrorNotSupported)
+        return ew_dtype_error(c, "X", x->dtype, "float, double");
+    CUDA_TRY(c, e);
+    return 0;
+}
+
 /* ---- the family's table ---------------------------------------------------- */
 
 const struct cuda_kernel_entry cuda_kernels_misc[] = {
@@ -386,6 +408,8 @@ const struct cuda_kernel_entry cuda_kernels_misc[] = {
     { "", "Upsample", cuda_misc_upsample },
     { "", "AffineGrid", cuda_misc_affine_grid },
     { "dtrexec", "AffineGridGrad", cuda_misc_affine_grid },
+    { "", "GridSample", cuda_misc_grid_sample },
+    { "dtrexec", "GridSampleGrad", cuda_misc_grid_sample },
     { "dtrexec", "UnaryMathGrad", cuda_misc_unary_math_grad },
     { 0 },
 };
