@@ -78,7 +78,7 @@ def main():
         garbage = os.path.join(tmp, "garbage.onnx")
         open(garbage, "wb").write(b"\x08\x96\x01 this is not a model" * 10)
         unsupported = os.path.join(tmp, "unsupported.onnx")
-        small_model(unsupported, op="Hardmax")
+        small_model(unsupported, op="TfIdfVectorizer")
         np.save(os.path.join(tmp, "x_bad.npy"), np.zeros((3, 4), np.float32))
         np.save(os.path.join(tmp, "x_int.npy"), np.zeros((2, 4), np.int64))
         np.save(os.path.join(tmp, "x.npy"), np.ones((2, 4), np.float32))
@@ -89,7 +89,7 @@ def main():
             ([trunc], 1, ["trunc.onnx"]),
             ([garbage], 1, ["garbage.onnx"]),
             ([os.path.join(tmp, "missing.onnx")], 1, ["missing.onnx"]),
-            ([unsupported], 1, ["Hardmax"]),
+            ([unsupported], 1, ["TfIdfVectorizer"]),
             ([good, "--input", "x=" + os.path.join(tmp, "x_bad.npy")], 1, ["dimension 0", "x"]),
             ([good, "--input", "x=" + os.path.join(tmp, "x_int.npy")], 1, ["int64", "float"]),
             ([good, "--input", "nope=" + os.path.join(tmp, "x.npy")], 1, ["nope"]),
