@@ -14,6 +14,7 @@
 
 #include "ops/cuda/cuda-impl.h"
 #include "ops/cuda/layout-impl.h"
+#include "ops/params.h"
 #include "ops/shape-impl.h"
 
 extern const struct cuda_kernel_entry cuda_kernels_misc[];
@@ -56,6 +57,16 @@ static const struct backend emu = { .kind = BACKEND_CUDA, .name = "cuda-emu", .c
 
 /* ---- cases ----------------------------------------------------------------------------- */
 
+/* Every block a case allocates, freed at the end (the leak checker runs). */
+static void *pool[8192];
+static int pool_n;
+static void *keep(void *p)
+{
+    if (pool_n < (int)(sizeof pool / sizeof pool[0]))
+        pool[pool_n++] = p;
+    return p;
+}
+
 static uint32_t rng = 12345u;
 static double frand(void)
 {
@@ -65,12 +76,13 @@ static double frand(void)
 
 static struct tensor *mk(int dtype, int rank, const int64_t *dims, double lo, double hi)
 {
-    struct tensor *t = calloc(1, sizeof *t);
+    struct tensor *t = keep(calloc(1, sizeof *t));
     t->dtype = dtype;
     t->rank = rank;
-    memcpy(t->dims, dims, sizeof(int64_t) * (size_t)rank);
+    if (rank)
+        memcpy(t->dims, dims, sizeof(int64_t) * (size_t)rank);
     int64_t n = tensor_numel(t);
-    t->data = calloc((size_t)(n ? n : 1), onnx_dtype_size(dtype) ? onnx_dtype_size(dtype) : 1);
+    t->data = keep(calloc((size_t)(n ? n : 1), onnx_dtype_size(dtype) ? onnx_dtype_size(dtype) : 1));
     for (int64_t i = 0; i < n; i++) {
         double v = lo + (hi - lo) * frand();
         switch (dtype) {
@@ -134,6 +146,13 @@ static void run(const char *what, const char *domain, const char *op, int opset,
         failures++;
         return;
     }
+    if (params && def->params_free) {
+        /* freed with the pool: keep a copy of what params_free would free */
+        struct upsample_params *u = params;
+        if (!strcmp(op, "Upsample"))
+            keep(u->resize);
+    }
+    keep(params);
     struct tensor ref[2], dev[2][2];
     struct tensor *outs[2] = { &ref[0], &ref[1] };
     struct op_env env = { .scratch_alloc = scratch, .scratch_free = scratch_free, .backend = &backend_cpu,
@@ -148,7 +167,7 @@ static void run(const char *what, const char *domain, const char *op, int opset,
         return;
     }
     for (int k = 0; k < n_out; k++)
-        ref[k].data = calloc(1, tensor_size_bytes(&ref[k]) + 8);
+        ref[k].data = keep(calloc(1, tensor_size_bytes(&ref[k]) + 8));
     if (def->kernel[BACKEND_CPU](&c)) {
         printf("FAIL %s: cpu: %s\n", what, err);
         failures++;
@@ -167,7 +186,7 @@ static void run(const char *what, const char *domain, const char *op, int opset,
         struct tensor *douts[2] = { &dev[run][0], &dev[run][1] };
         for (int k = 0; k < n_out; k++) {
             dev[run][k] = ref[k];
-            dev[run][k].data = malloc(tensor_size_bytes(&ref[k]) + 8);
+            dev[run][k].data = keep(malloc(tensor_size_bytes(&ref[k]) + 8));
             memset(dev[run][k].data, 0x5a, tensor_size_bytes(&ref[k]) + 8);
         }
         env.backend = &emu;
@@ -357,5 +376,7 @@ int main(void)
                 }
     }
     printf("%d of %d emulated misc-family cases match the CPU\n", cases - failures, cases);
+    for (int i = 0; i < pool_n; i++)
+        free(pool[i]);
     return failures ? 1 : 0;
 }
