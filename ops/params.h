@@ -264,6 +264,10 @@ struct bitshift_params {
     int right;                     /* direction="RIGHT" */
 };
 
+struct bitcast_params {
+    int to;                        /* enum onnx_dtype */
+};
+
 /* ops/depth_space.c */
 struct depth_space_params {
     int64_t blocksize;

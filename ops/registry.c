@@ -63,6 +63,7 @@
     X(op_bitwise_xor) \
     X(op_bitwise_not) \
     X(op_bitshift) \
+    X(op_bitcast) \
     /* Mean and GlobalMaxPool of ops/mean_max.c */ \
     X(op_mean) \
     X(op_global_max_pool) \

@@ -1,17 +1,21 @@
 /* ops/cuda/misc.c — the "misc" family's CUDA kernels: the operators of
- * issue 18's long tail that belong to no older family, so far the one-input
- * math of ops/unary_math.c (Tan ... Shrink) and its gradient UnaryMathGrad,
- * the bitwise operators of ops/bitwise.c, and Mean and GlobalMaxPool of
- * ops/mean_max.c, made of the elementwise family's Sum and ReduceMax as on
- * the CPU, and DepthToSpace / SpaceToDepth, the layout family's strided copy
- * through the CPU's plan, EyeLike and NonZero (ops/eye_nonzero.c), and the
- * line kernels of ops/along_axis.c, and Compress (the layout family's
- * Gather over uploaded indices) and ReverseSequence of ops/select_axis.c;
- * LRN and MeanVarianceNormalization of ops/local_norm.c with their
- * gradients, Det / DetGrad (ops/det.c), and Upsample as the layout
- * family's Resize (ops/upsample.c), and AffineGrid with its gradient
- * (ops/affine_grid.c), and GridSample with its gradient (ops/grid_sample.c);
- * and the family's table, cuda_kernels_misc.
+ * issue 18's long tail that belong to no older family, and the family's
+ * table, cuda_kernels_misc. By CPU file:
+ *  - ops/unary_math.c: Tan ... Shrink and UnaryMathGrad;
+ *  - ops/bitwise.c: BitwiseAnd/Or/Xor/Not, BitShift, BitCast;
+ *  - ops/mean_max.c: Mean and GlobalMaxPool, made of the elementwise
+ *    family's Sum and ReduceMax as on the CPU;
+ *  - ops/depth_space.c: DepthToSpace, SpaceToDepth (the layout family's
+ *    strided copy through the CPU's plan);
+ *  - ops/eye_nonzero.c: EyeLike, NonZero;
+ *  - ops/along_axis.c: Hardmax, LpNormalization, CumProd and gradients;
+ *  - ops/select_axis.c: Compress (the layout family's Gather over uploaded
+ *    indices), ReverseSequence;
+ *  - ops/local_norm.c: LRN, MeanVarianceNormalization and gradients;
+ *  - ops/det.c: Det, DetGrad;
+ *  - ops/upsample.c: Upsample (the layout family's Resize);
+ *  - ops/affine_grid.c, ops/grid_sample.c: AffineGrid, GridSample and
+ *    their gradients.
  *
  * Shapes, dtypes and attributes have been checked by the CPU op_def's
  * infer() before a kernel runs; the parameters are the ones its parse()
@@ -102,6 +106,12 @@ static int cuda_misc_bitshift(struct op_call *c)
 {
     const struct bitshift_params *p = c->params;
     return bitwise_run(c, p->right ? CUDA_BITWISE_SHR : CUDA_BITWISE_SHL);
+}
+
+/* BitCast: the bytes, copied. */
+static int cuda_misc_bitcast(struct op_call *c)
+{
+    return cuda_elem_copy(c, c->out[0]->data, c->in[0]->data, tensor_size_bytes(c->in[0]));
 }
 
 /* ---- Mean and GlobalMaxPool (ops/mean_max.c) -------------------------------- */
@@ -386,6 +396,7 @@ const struct cuda_kernel_entry cuda_kernels_misc[] = {
     { "", "BitwiseXor", cuda_misc_bitwise_xor },
     { "", "BitwiseNot", cuda_misc_bitwise_not },
     { "", "BitShift", cuda_misc_bitshift },
+    { "", "BitCast", cuda_misc_bitcast },
     { "", "Mean", cuda_misc_mean },
     { "", "GlobalMaxPool", cuda_misc_global_max_pool },
     { "", "DepthToSpace", cuda_misc_depth_space },

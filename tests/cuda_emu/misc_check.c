@@ -47,6 +47,12 @@ int layout_copy_to_contiguous(struct op_call *c, void *dst, const void *src, siz
     shape_copy_strided(dst, src, esize, rank, dims, st);
     return 0;
 }
+int cuda_elem_copy(struct op_call *c, void *dst, const void *src, size_t bytes)
+{
+    (void)c;
+    memmove(dst, src, bytes);
+    return 0;
+}
 int cuda_elem_sum(struct op_call *c) { return op_sum.kernel[BACKEND_CPU](c); }
 int cuda_elem_reduce(struct op_call *c) { return c->def->kernel[BACKEND_CPU](c); }
 int cuda_gather(struct op_call *c) { return c->def->kernel[BACKEND_CPU](c); }
@@ -265,6 +271,11 @@ int main(void)
             struct tensor *p[2] = { T(ints[t], -100, 100, 4, 1, 6), T(ints[t], -3, 70, 6) };
             run("BitShift", "", "BitShift", 28, &a, 1, 2, p, 1);
         }
+    }
+    {
+        struct onnx_attr a = ai("to", ONNX_DTYPE_INT32);
+        struct tensor *x = T(F, -1, 1, 3, 4);
+        run("BitCast", "", "BitCast", 26, &a, 1, 1, &x, 1);
     }
     for (int t = 0; t < 2; t++) {
         struct tensor *p[3] = { T(fl[t], -1, 1, 2, 3, 4), T(fl[t], -1, 1, 3, 1), T(fl[t], -1, 1, 4) };
