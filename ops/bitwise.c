@@ -11,6 +11,9 @@
  * shifts its two's-complement bits and keeps the low ones (computed in the
  * unsigned type, as signed overflow is undefined in C).
  *
+ * BitCast (26) reinterprets the bytes of a tensor as another dtype of the
+ * same width (little-endian, as dtrexec stores every tensor): a copy.
+ *
  * None of them is differentiable. */
 #include <stdlib.h>
 #include <string.h>
@@ -144,4 +147,53 @@ const struct op_def op_bitshift = {
     .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
     .parse = bitshift_parse, .infer = bitshift_infer, .cost = cost_elementwise,
     .kernel = { [BACKEND_CPU] = bitshift_cpu },
+};
+
+/* ---- BitCast ------------------------------------------------------------------- */
+
+static int bitcast_parse(const struct onnx_node *node, int version, void **params, char *err,
+                         size_t err_size)
+{
+    (void)version;
+    const struct onnx_attr *to = onnx_node_attr(node, "to");
+    if (!to || to->type != ONNX_ATTR_INT)
+        return ew_parse_error(err, err_size, "attribute to (the target dtype) is required");
+    if (to->i <= 0 || to->i == ONNX_DTYPE_STRING || onnx_dtype_size((int)to->i) == 0)
+        return ew_parse_error(err, err_size, "to = %lld is not a fixed-size dtype dtrexec holds",
+                              (long long)to->i);
+    struct bitcast_params *p = ew_params_new(sizeof *p, params, err, err_size);
+    if (!p)
+        return -1;
+    p->to = (int)to->i;
+    return 0;
+}
+
+static int bitcast_infer(struct op_call *c)
+{
+    const struct bitcast_params *p = c->params;
+    const struct tensor *x = c->in[0];
+    size_t from = onnx_dtype_size(x->dtype), to = onnx_dtype_size(p->to);
+    if (from == 0 || x->dtype == ONNX_DTYPE_STRING)
+        return op_error(c, "dtype %s has no fixed element size", onnx_dtype_name(x->dtype));
+    if (from != to)
+        return op_error(c, "%s has %zu bytes per element but %s has %zu; BitCast needs equal widths",
+                        onnx_dtype_name(x->dtype), from, onnx_dtype_name(p->to), to);
+    struct tensor *y = c->out[0];
+    *y = (struct tensor){ .dtype = p->to, .rank = x->rank, .data = y->data };
+    memcpy(y->dims, x->dims, sizeof y->dims);
+    return 0;
+}
+
+static int bitcast_cpu(struct op_call *c)
+{
+    if (c->out[0]->data != c->in[0]->data)
+        memcpy(c->out[0]->data, c->in[0]->data, tensor_size_bytes(c->in[0]));
+    return 0;
+}
+
+const struct op_def op_bitcast = {
+    .domain = "", .name = "BitCast", .since = { 26 },
+    .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
+    .parse = bitcast_parse, .infer = bitcast_infer, .cost = cost_memory,
+    .kernel = { [BACKEND_CPU] = bitcast_cpu },
 };

@@ -80,4 +80,20 @@ struct misc_upsample {
 };
 int misc_upsample_call(const struct op_call *c, struct misc_upsample *u);
 
+/* AffineGrid's geometry (ops/affine_grid.c) from the host input size: r
+ * spatial axes (2 or 3) of extents dims (D, H, W order), `points` of them
+ * per batch entry, and per axis the coordinate of index i, start + i * step. */
+struct misc_affine {
+    int r;
+    int64_t n, points;
+    int64_t dims[3];
+    double start[3], step[3];
+};
+int misc_affine_geom(const struct op_call *c, struct misc_affine *a);
+
+/* GridSample's geometry (ops/grid_sample.c, ops/grid_sample-impl.h) from
+ * the call's X and grid (inputs 0, 1; of GridSampleGrad 1, 2), checked. */
+struct gs_geom;
+int misc_grid_sample_geom(const struct op_call *c, struct gs_geom *g);
+
 #endif

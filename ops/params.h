@@ -433,4 +433,22 @@ struct unary_math_params {
     float lambd, bias;             /* Shrink */
 };
 
+/* ops/affine_grid.c */
+struct affine_grid_params {
+    int align_corners;
+};
+
+/* ops/bitwise.c: BitCast */
+struct bitcast_params {
+    int to;                        /* enum onnx_dtype */
+};
+
+/* ops/grid_sample.c */
+struct grid_sample_params {
+    int mode;                      /* enum gs_mode (ops/grid_sample-impl.h) */
+    int padding;                   /* enum gs_padding */
+    int align;                     /* align_corners */
+    int only_2d;                   /* GridSample-16 */
+};
+
 #endif

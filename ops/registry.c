@@ -90,6 +90,7 @@
     X(op_bitwise_xor) \
     X(op_bitwise_not) \
     X(op_bitshift) \
+    X(op_bitcast) \
     /* Mean and GlobalMaxPool of ops/mean_max.c */ \
     X(op_mean) \
     X(op_global_max_pool) \
@@ -118,6 +119,12 @@
     X(op_det_grad) \
     /* Upsample of ops/upsample.c */ \
     X(op_upsample) \
+    /* AffineGrid of ops/affine_grid.c */ \
+    X(op_affine_grid) \
+    X(op_affine_grid_grad) \
+    /* GridSample of ops/grid_sample.c */ \
+    X(op_grid_sample) \
+    X(op_grid_sample_grad) \
     /* nn: conv, pool, normalization, gemm/matmul */ \
     X(op_conv) \
     X(op_conv_transpose) \

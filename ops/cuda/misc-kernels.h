@@ -90,6 +90,23 @@ cudaError_t cuda_mvn_launch(cudaStream_t stream, int dtype, const struct misc_gr
 cudaError_t cuda_det_launch(cudaStream_t stream, int dtype, int64_t batch, int64_t m,
                             const void *dy, const void *x, void *y, double *work);
 
+/* AffineGrid (dgrid NULL: out = the grid of theta) and AffineGridGrad (out
+ * = dtheta of dgrid) over struct misc_affine's geometry (ops/misc-impl.h),
+ * with the CPU's sums in double and in the same order: one thread per grid
+ * point, or per entry of dtheta. */
+struct misc_affine;
+cudaError_t cuda_affine_grid_launch(cudaStream_t stream, int dtype, const struct misc_affine *g,
+                                    const void *theta, const void *dgrid, void *out);
+
+/* GridSample over struct gs_geom (ops/grid_sample-impl.h): dy NULL for the
+ * forward (one thread per output element), else GridSampleGrad: dx (may be
+ * NULL; one thread per channel plane, points in order) and dgrid (may be
+ * NULL; one thread per grid point, channels in order). */
+struct gs_geom;
+cudaError_t cuda_grid_sample_launch(cudaStream_t stream, int dtype, const struct gs_geom *g,
+                                    const void *dy, const void *x, const void *grid, void *y,
+                                    void *dx, void *dgrid);
+
 /* ---- broadcasting binary integer ops (ops/bitwise.c) ---- */
 
 #define CUDA_MISC_MAX_RANK 8

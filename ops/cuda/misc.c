@@ -1,16 +1,21 @@
 /* ops/cuda/misc.c — the "misc" family's CUDA kernels: the operators of
- * issue 18's long tail that belong to no older family, so far the one-input
- * math of ops/unary_trig.c (Tan ... Shrink) and its gradient UnaryMathGrad,
- * the bitwise operators of ops/bitwise.c, and Mean and GlobalMaxPool of
- * ops/mean_max.c, made of the elementwise family's Sum and ReduceMax as on
- * the CPU, and DepthToSpace / SpaceToDepth, the layout family's strided copy
- * through the CPU's plan, EyeLike and NonZero (ops/eye_nonzero.c), and the
- * line kernels of ops/along_axis.c, and Compress (the layout family's
- * Gather over uploaded indices) and ReverseSequence of ops/select_axis.c;
- * LRN and MeanVarianceNormalization of ops/local_norm.c with their
- * gradients, Det / DetGrad (ops/det.c), and Upsample as the layout
- * family's Resize (ops/upsample.c); and the family's table,
- * cuda_kernels_misc.
+ * issue 18's long tail that belong to no older family, and the family's
+ * table, cuda_kernels_misc. By CPU file:
+ *  - ops/unary_trig.c: Tan ... Shrink and UnaryMathGrad;
+ *  - ops/bitwise.c: BitwiseAnd/Or/Xor/Not, BitShift, BitCast;
+ *  - ops/mean_max.c: Mean and GlobalMaxPool, made of the elementwise
+ *    family's Sum and ReduceMax as on the CPU;
+ *  - ops/depth_space.c: DepthToSpace, SpaceToDepth (the layout family's
+ *    strided copy through the CPU's plan);
+ *  - ops/eye_nonzero.c: EyeLike, NonZero;
+ *  - ops/along_axis.c: Hardmax, LpNormalization, CumProd and gradients;
+ *  - ops/select_axis.c: Compress (the layout family's Gather over uploaded
+ *    indices), ReverseSequence;
+ *  - ops/local_norm.c: LRN, MeanVarianceNormalization and gradients;
+ *  - ops/det.c: Det, DetGrad;
+ *  - ops/upsample.c: Upsample (the layout family's Resize);
+ *  - ops/affine_grid.c, ops/grid_sample.c: AffineGrid, GridSample and
+ *    their gradients.
  *
  * Shapes, dtypes and attributes have been checked by the CPU op_def's
  * infer() before a kernel runs; the parameters are the ones its parse()
@@ -22,6 +27,7 @@
 #include "ops/cuda/layout-impl.h"
 #include "ops/cuda/misc-kernels.h"
 #include "ops/elementwise-impl.h"
+#include "ops/grid_sample-impl.h"
 #include "ops/misc-impl.h"
 #include "ops/params.h"
 
@@ -100,6 +106,12 @@ static int cuda_misc_bitshift(struct op_call *c)
 {
     const struct bitshift_params *p = c->params;
     return bitwise_run(c, p->right ? CUDA_BITWISE_SHR : CUDA_BITWISE_SHL);
+}
+
+/* BitCast: the bytes, copied. */
+static int cuda_misc_bitcast(struct op_call *c)
+{
+    return cuda_elem_copy(c, c->out[0]->data, c->in[0]->data, tensor_size_bytes(c->in[0]));
 }
 
 /* ---- Mean and GlobalMaxPool (ops/mean_max.c) -------------------------------- */
@@ -326,6 +338,44 @@ static int cuda_misc_upsample(struct op_call *c)
     return cuda_resize(&u.call);
 }
 
+/* ---- AffineGrid, AffineGridGrad (ops/affine_grid.c) ------------------------------ */
+
+static int cuda_misc_affine_grid(struct op_call *c)
+{
+    const int grad = !strcmp(c->def->name, "AffineGridGrad");
+    struct misc_affine g;
+    if (misc_affine_geom(c, &g))
+        return -1;
+    const struct tensor *t = c->in[0];
+    cudaError_t e = cuda_affine_grid_launch(cuda_ctx_of(c)->stream, t->dtype, &g,
+                                            grad ? NULL : t->data, grad ? t->data : NULL,
+                                            c->out[0]->data);
+    if (e == cudaErrorNotSupported)
+        return ew_dtype_error(c, "input 0", t->dtype, "float, double");
+    CUDA_TRY(c, e);
+    return 0;
+}
+
+/* ---- GridSample, GridSampleGrad (ops/grid_sample.c) ------------------------------ */
+
+static int cuda_misc_grid_sample(struct op_call *c)
+{
+    const int grad = c->n_in == 3;
+    struct gs_geom g;
+    if (misc_grid_sample_geom(c, &g))
+        return -1;
+    const struct tensor *x = c->in[grad], *grid = c->in[grad + 1];
+    void *o0 = c->out[0] ? c->out[0]->data : NULL;
+    void *o1 = grad && c->n_out > 1 && c->out[1] ? c->out[1]->data : NULL;
+    cudaError_t e = cuda_grid_sample_launch(cuda_ctx_of(c)->stream, x->dtype, &g,
+                                            grad ? c->in[0]->data : NULL, x->data, grid->data,
+                                            grad ? NULL : o0, grad ? o0 : NULL, o1);
+    if (e == cudaErrorNotSupported)
+        return ew_dtype_error(c, "X", x->dtype, "float, double");
+    CUDA_TRY(c, e);
+    return 0;
+}
+
 /* ---- the family's table ---------------------------------------------------- */
 
 const struct cuda_kernel_entry cuda_kernels_misc[] = {
@@ -346,6 +396,7 @@ const struct cuda_kernel_entry cuda_kernels_misc[] = {
     { "", "BitwiseXor", cuda_misc_bitwise_xor },
     { "", "BitwiseNot", cuda_misc_bitwise_not },
     { "", "BitShift", cuda_misc_bitshift },
+    { "", "BitCast", cuda_misc_bitcast },
     { "", "Mean", cuda_misc_mean },
     { "", "GlobalMaxPool", cuda_misc_global_max_pool },
     { "", "DepthToSpace", cuda_misc_depth_space },
@@ -366,6 +417,10 @@ const struct cuda_kernel_entry cuda_kernels_misc[] = {
     { "", "Det", cuda_misc_det },
     { "dtrexec", "DetGrad", cuda_misc_det },
     { "", "Upsample", cuda_misc_upsample },
+    { "", "AffineGrid", cuda_misc_affine_grid },
+    { "dtrexec", "AffineGridGrad", cuda_misc_affine_grid },
+    { "", "GridSample", cuda_misc_grid_sample },
+    { "dtrexec", "GridSampleGrad", cuda_misc_grid_sample },
     { "dtrexec", "UnaryMathGrad", cuda_misc_unary_math_grad },
     { 0 },
 };

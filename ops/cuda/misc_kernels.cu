@@ -7,10 +7,12 @@
  * their gradients), one thread per line with the CPU's arithmetic, and
  * ReverseSequence's permutation of rows, and LRN and
  * MeanVarianceNormalization with their gradients (ops/local_norm.c), and
- * Det / DetGrad over ops/det-impl.h. */
+ * Det / DetGrad over ops/det-impl.h, AffineGrid with its gradient, and
+ * GridSample with its gradient over ops/grid_sample-impl.h. */
 #include "ops/cuda/elem-device.cuh"
 #include "ops/cuda/misc-kernels.h"
 #include "ops/det-impl.h"
+#include "ops/grid_sample-impl.h"
 #include "ops/misc-impl.h"
 #include "ops/params.h"
 
@@ -462,7 +464,186 @@ __global__ void __launch_bounds__(EW_THREADS)
     }
 }
 
+/* ---- AffineGrid ------------------------------------------------------------------- */
+
+__device__ void affine_base_point(const misc_affine &a, int64_t p, double *b)
+{
+    for (int i = a.r - 1; i >= 0; i--) {
+        int64_t idx = p % a.dims[i];
+        p /= a.dims[i];
+        b[a.r - 1 - i] = a.start[i] + (double)idx * a.step[i];
+    }
+    b[a.r] = 1;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(EW_THREADS) affine_kernel(misc_affine a, const T *theta, T *grid)
+{
+    const int r = a.r;
+    const int64_t total = a.n * a.points, stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += stride) {
+        const int64_t n = e / a.points, p = e % a.points;
+        double b[4];
+        affine_base_point(a, p, b);
+        for (int j = 0; j < r; j++) {
+            double s = 0;
+            for (int k = 0; k <= r; k++)
+                s += (double)theta[(n * r + j) * (r + 1) + k] * b[k];
+            grid[e * r + j] = (T)s;
+        }
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(EW_THREADS)
+    affine_grad_kernel(misc_affine a, const T *dgrid, T *dtheta)
+{
+    const int r = a.r;
+    const int64_t total = a.n * r * (r + 1), stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += stride) {
+        const int k = (int)(e % (r + 1)), j = (int)((e / (r + 1)) % r);
+        const int64_t n = e / (r * (r + 1));
+        double s = 0, b[4];
+        for (int64_t p = 0; p < a.points; p++) {
+            affine_base_point(a, p, b);
+            s += (double)dgrid[(n * a.points + p) * r + j] * b[k];
+        }
+        dtheta[e] = (T)s;
+    }
+}
+
+/* ---- GridSample -------------------------------------------------------------------- */
+
+template <typename T> __device__ inline void gs_point_t(const gs_geom *g, const T *gv, gs_point *pt);
+template <> __device__ inline void gs_point_t<float>(const gs_geom *g, const float *gv, gs_point *pt)
+{
+    gs_point_float(g, gv, pt);
+}
+template <> __device__ inline void gs_point_t<double>(const gs_geom *g, const double *gv, gs_point *pt)
+{
+    gs_point_double(g, gv, pt);
+}
+__device__ inline float gs_sample_t(const gs_geom *g, const gs_point *pt, const float *x)
+{
+    return gs_sample_float(g, pt, x);
+}
+__device__ inline double gs_sample_t(const gs_geom *g, const gs_point *pt, const double *x)
+{
+    return gs_sample_double(g, pt, x);
+}
+__device__ inline void gs_dgrid_t(const gs_geom *g, const gs_point *pt, const float *x, double *dg)
+{
+    gs_dgrid_float(g, pt, x, dg);
+}
+__device__ inline void gs_dgrid_t(const gs_geom *g, const gs_point *pt, const double *x, double *dg)
+{
+    gs_dgrid_double(g, pt, x, dg);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(EW_THREADS) gs_forward_kernel(gs_geom g, const T *x, const T *grid, T *y)
+{
+    const int64_t total = g.n * g.c * g.points, stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += stride) {
+        const int64_t p = e % g.points, pl = e / g.points, n = pl / g.c;
+        gs_point pt;
+        gs_point_t<T>(&g, grid + (n * g.points + p) * g.r, &pt);
+        y[e] = gs_sample_t(&g, &pt, x + pl * g.in_points);
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(EW_THREADS)
+    gs_dx_kernel(gs_geom g, const T *dy, const T *grid, T *dx)
+{
+    const int64_t planes = g.n * g.c, stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t pl = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; pl < planes; pl += stride) {
+        T *d = dx + pl * g.in_points;
+        const int64_t n = pl / g.c;
+        int k[GS_MAX_R];
+        gs_point pt;
+        for (int64_t i = 0; i < g.in_points; i++)
+            d[i] = 0;
+        for (int64_t p = 0; p < g.points; p++) {
+            gs_point_t<T>(&g, grid + (n * g.points + p) * g.r, &pt);
+            const double v = (double)dy[pl * g.points + p];
+            for (int tap = 0, nt = gs_tap_count(&g, &pt); tap < nt; tap++) {
+                int64_t off = gs_tap(&g, &pt, tap, k);
+                double w = v;
+                for (int e = 0; e < g.r; e++)
+                    w *= pt.w[e][k[e]];
+                if (off >= 0)
+                    d[off] = (T)((double)d[off] + w);
+            }
+        }
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(EW_THREADS)
+    gs_dgrid_kernel(gs_geom g, const T *dy, const T *x, const T *grid, T *dgrid)
+{
+    const int64_t total = g.n * g.points, stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += stride) {
+        const int64_t n = e / g.points, p = e % g.points;
+        double tot[GS_MAX_R] = { 0 }, dg[GS_MAX_R];
+        gs_point pt;
+        gs_point_t<T>(&g, grid + e * g.r, &pt);
+        for (int64_t ch = 0; ch < g.c; ch++) {
+            gs_dgrid_t(&g, &pt, x + (n * g.c + ch) * g.in_points, dg);
+            const double v = (double)dy[(n * g.c + ch) * g.points + p];
+            for (int d = 0; d < g.r; d++)
+                tot[d] += v * dg[d];
+        }
+        for (int d = 0; d < g.r; d++)
+            dgrid[e * g.r + g.r - 1 - d] = (T)tot[d];
+    }
+}
+
 } // namespace
+
+extern "C" cudaError_t cuda_grid_sample_launch(cudaStream_t stream, int dtype,
+                                               const struct gs_geom *g, const void *dy,
+                                               const void *x, const void *grid, void *y, void *dx,
+                                               void *dgrid)
+{
+    return dtype_visit<DS_FLOATS>(dtype, [&](auto tag) -> cudaError_t {
+        typedef typename dt<decltype(tag)::value>::T T;
+        if (!dy) {
+            const int64_t total = g->n * g->c * g->points;
+            if (total > 0)
+                gs_forward_kernel<T><<<ew_blocks(total, EW_THREADS), EW_THREADS, 0, stream>>>(
+                    *g, (const T *)x, (const T *)grid, (T *)y);
+            return cudaGetLastError();
+        }
+        if (dx && g->n * g->c > 0)
+            gs_dx_kernel<T><<<ew_blocks(g->n * g->c, 64), 64, 0, stream>>>(
+                *g, (const T *)dy, (const T *)grid, (T *)dx);
+        if (dgrid && g->n * g->points > 0)
+            gs_dgrid_kernel<T><<<ew_blocks(g->n * g->points, EW_THREADS), EW_THREADS, 0, stream>>>(
+                *g, (const T *)dy, (const T *)x, (const T *)grid, (T *)dgrid);
+        return cudaGetLastError();
+    });
+}
+
+extern "C" cudaError_t cuda_affine_grid_launch(cudaStream_t stream, int dtype,
+                                               const struct misc_affine *g, const void *theta,
+                                               const void *dgrid, void *out)
+{
+    return dtype_visit<DS_FLOATS>(dtype, [&](auto tag) -> cudaError_t {
+        typedef typename dt<decltype(tag)::value>::T T;
+        const int64_t total = dgrid ? g->n * g->r * (g->r + 1) : g->n * g->points;
+        if (total <= 0)
+            return cudaSuccess;
+        if (dgrid)
+            affine_grad_kernel<T><<<ew_blocks(total, EW_THREADS), EW_THREADS, 0, stream>>>(
+                *g, (const T *)dgrid, (T *)out);
+        else
+            affine_kernel<T><<<ew_blocks(total, EW_THREADS), EW_THREADS, 0, stream>>>(
+                *g, (const T *)theta, (T *)out);
+        return cudaGetLastError();
+    });
+}
 
 extern "C" cudaError_t cuda_det_launch(cudaStream_t stream, int dtype, int64_t batch, int64_t m,
                                        const void *dy, const void *x, void *y, double *work)

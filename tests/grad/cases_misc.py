@@ -173,3 +173,37 @@ for v, mode in ((7, "nearest"), (7, "linear"), (9, "linear"), (10, "nearest")):
         model = single_op("Upsample", [("x", x), ("scales", np.array(sc, np.float32))], opset=v,
                           attrs={"mode": mode})
     CASES.append({"name": f"upsample_v{v}_{mode}", "model": model, "no_grad": ["scales"]})
+
+# ---- AffineGrid (ops/affine_grid.c): 2-D and 3-D, both corner modes -------------
+for ac in (0, 1):
+    case(f"affinegrid_2d_ac{ac}", single_op("AffineGrid", [("theta", rand(2, 2, 3)),
+                                                            ("size", np.array([2, 3, 4, 5], I64))],
+                                            opset=20, attrs={"align_corners": ac}))
+    case(f"affinegrid_3d_ac{ac}", single_op("AffineGrid", [("theta", rand(1, 3, 4, dtype=F64)),
+                                                            ("size", np.array([1, 2, 3, 2, 4], I64))],
+                                            opset=20, attrs={"align_corners": ac}))
+
+# ---- GridSample (ops/grid_sample.c): dX and dgrid. Grid points are kept off the
+# integer sample positions (where linear weights have kinks) and inside or
+# well outside the input so that finite differences stay on one piece.
+def grid_points(*shape, dtype=np.float32):
+    g = rand(*shape, low=-1.1, high=1.1, dtype=dtype)
+    return g
+
+
+for v, mode in ((16, "bilinear"), (20, "linear"), (22, "cubic"), (16, "bicubic")):
+    for pad in ("zeros", "border", "reflection"):
+        for ac in (0, 1):
+            case(f"gridsample_v{v}_{mode}_{pad}_ac{ac}",
+                 single_op("GridSample", [("x", rand(1, 2, 4, 5)), ("grid", grid_points(1, 3, 2, 2))], opset=v,
+                           attrs={"mode": mode, "padding_mode": pad, "align_corners": ac}),
+                 args=["--eps", "1e-3"])
+CASES.append({"name": "gridsample_nearest_dx", "no_grad": ["grid"],
+              "model": single_op("GridSample", [("x", rand(2, 1, 3, 4)), ("grid", grid_points(2, 2, 3, 2))],
+                                 opset=20, attrs={"mode": "nearest"})})
+case("gridsample_3d_linear_f64", single_op("GridSample", [("x", rand(1, 2, 3, 3, 4, dtype=F64)),
+                                                         ("grid", grid_points(1, 2, 2, 2, 3, dtype=F64))],
+                                           opset=20, attrs={"mode": "linear", "padding_mode": "border"}))
+case("gridsample_1d_cubic_f64", single_op("GridSample", [("x", rand(2, 2, 6, dtype=F64)),
+                                                        ("grid", grid_points(2, 4, 1, dtype=F64))],
+                                          opset=20, attrs={"mode": "cubic", "padding_mode": "reflection"}))
