@@ -25,6 +25,16 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t ta, cublasOper
     return CUBLAS_STATUS_SUCCESS;
 }
 
+cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                         int k, const float *alpha, const float *A, int lda, long long sa,
+                                         const float *B, int ldb, long long sb, const float *beta, float *C, int ldc,
+                                         long long sc, int count)
+{
+    for (int i = 0; i < count; i++)
+        cublasSgemm_v2(h, ta, tb, m, n, k, alpha, A + i * sa, lda, B + i * sb, ldb, beta, C + i * sc, ldc);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
 static struct cuda_ctx ctx = { .blas = (cublasHandle_t)1 };
 static void *e_alloc(void *c, size_t n) { void *p = malloc(n ? n : 1); memset(p, 0x5a, n ? n : 1); return p; }
 static void e_free(void *c, void *p) { free(p); }
