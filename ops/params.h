@@ -8,6 +8,16 @@
 
 #include "ops/nn-impl.h"
 
+/* ops/activation.c: HardSigmoid (alpha, beta), Elu, Celu, Swish (alpha),
+ * Selu (alpha, gamma) and their gradient kernels; unused fields are 0. */
+struct act_params {
+    float alpha, beta, gamma;
+};
+
+struct prelu_grad_params {
+    int wrt;                       /* 0: X, 1: the slope */
+};
+
 /* ops/batch_norm.c */
 struct batch_norm_params {
     float epsilon, momentum;
@@ -45,6 +55,62 @@ struct constant_params {
     int64_t dims[TENSOR_MAX_RANK];
     void *data;
     size_t size_bytes;
+};
+
+/* ops/cumsum_trilu.c */
+struct cumsum_params {
+    int exclusive, reverse;
+};
+
+struct trilu_params {
+    int upper;
+};
+
+/* ops/einsum.c: the equation's terms, spaces removed, "..." kept. */
+#define EINSUM_MAX_TERMS 32
+struct einsum_params {
+    int n_terms;                   /* input terms */
+    char *terms[EINSUM_MAX_TERMS];
+    char *out;                     /* NULL: implicit output */
+};
+
+/* ops/onehot.c */
+struct onehot_params {
+    int64_t axis;
+};
+
+/* ops/reduce_ext.c: ReduceExtGrad */
+struct reduce_ext_grad_params {
+    int kind;                      /* enum rx_kind of ops/reduce_ext.c */
+};
+
+/* ops/scatter_gather_nd.c */
+struct gather_nd_params {
+    int64_t batch_dims;
+    struct tensor target;          /* GatherNDGrad: the data's shape */
+};
+
+struct scatter_params {
+    int64_t axis;                  /* ScatterElements, Scatter */
+    int reduction;                 /* enum scatter_reduction (ops/scatter-impl.h) */
+};
+
+struct scatter_grad_params {
+    int elements;                  /* 0: ScatterND, 1: ScatterElements */
+    int reduction;
+    int64_t axis;
+};
+
+/* ops/topk.c */
+struct arg_params {
+    int64_t axis;
+    int keepdims, last, min;       /* last: select_last_index; min: ArgMin */
+};
+
+struct topk_params {
+    int64_t axis;
+    int64_t k;                     /* opset 1: the attribute */
+    int largest, sorted;
 };
 
 /* ops/conv.c */
@@ -155,6 +221,18 @@ struct optimizer_params {
     int64_t step;
 };
 
+/* ops/logical.c: And, Or, Xor opset 1 (legacy broadcasting of B into A) */
+struct logical_params {
+    int broadcast;
+    int has_axis;
+    int64_t axis;
+};
+
+/* ops/mod.c: Mod and ModGrad */
+struct mod_params {
+    int fmod;                      /* 1: truncated (C fmod, %), 0: floored (Python %) */
+};
+
 /* ops/pad.c */
 struct pad_params {
     int mode;                      /* enum pad_mode */
@@ -261,6 +339,11 @@ struct transpose_params {
     int64_t perm[TENSOR_MAX_RANK];
 };
 
+/* ops/unary_math.c */
+struct isinf_params {
+    int detect[2];                 /* detect_negative, detect_positive */
+};
+
 /* ops/unary.c */
 struct leaky_relu_params {
     float alpha;
@@ -273,6 +356,81 @@ struct gelu_params {
 struct clip_params {
     int from_inputs;               /* opset >= 11: bounds are inputs 1 and 2 */
     float min, max;                /* opset < 11: the attributes */
+};
+
+/* ops/along_axis.c */
+enum along_axis_kind {
+    ALONG_HARDMAX, ALONG_LPNORM, ALONG_LPNORM_GRAD, ALONG_CUMPROD, ALONG_CUMPROD_GRAD,
+};
+
+struct along_axis_params {
+    int kind;                      /* enum along_axis_kind */
+    int64_t axis;                  /* Hardmax, LpNormalization (CumProd: input 1) */
+    int coerce_2d;                 /* Hardmax < 13 */
+    int p;                         /* LpNormalization: 1 or 2 */
+    int exclusive, reverse;        /* CumProd */
+};
+
+
+/* ops/bitwise.c */
+struct bitshift_params {
+    int right;                     /* direction="RIGHT" */
+};
+
+/* ops/depth_space.c */
+struct depth_space_params {
+    int64_t blocksize;
+    int crd;                       /* mode="CRD" (else DCR) */
+    int to_space;                  /* 1: DepthToSpace, 0: SpaceToDepth */
+};
+
+/* ops/eye_nonzero.c */
+struct eye_like_params {
+    int dtype;                     /* 0: the input's */
+    int64_t k;                     /* the diagonal: > 0 above the main one */
+};
+
+/* ops/local_norm.c */
+struct lrn_params {
+    int64_t size;
+    float alpha, beta, bias;
+};
+
+struct mvn_params {
+    int n_axes;
+    int64_t axes[TENSOR_MAX_RANK];
+};
+
+/* ops/select_axis.c */
+struct compress_params {
+    int has_axis;                  /* 0: the input is flattened */
+    int64_t axis;
+};
+
+struct reverse_sequence_params {
+    int batch_axis;                /* 0 or 1; time_axis is the other */
+};
+
+/* ops/upsample.c */
+struct upsample_params {
+    void *resize;                  /* Resize-10's struct resize_params */
+    int scales_from_input;         /* opset 9 and 10 */
+    int n_scales;                  /* else the attribute(s) */
+    float scales[TENSOR_MAX_RANK];
+};
+
+/* ops/unary_trig.c: the trigonometric and hyperbolic functions, Softsign,
+ * ThresholdedRelu, Shrink, and their one gradient kernel UnaryMathGrad. */
+enum unary_math_fn {
+    UMATH_TAN, UMATH_ASIN, UMATH_ACOS, UMATH_ATAN, UMATH_SINH, UMATH_COSH, UMATH_ASINH,
+    UMATH_ACOSH, UMATH_ATANH, UMATH_SOFTSIGN, UMATH_THRESHOLDED_RELU, UMATH_SHRINK,
+    UMATH_COUNT
+};
+
+struct unary_math_params {
+    int fn;                        /* enum unary_math_fn */
+    float alpha;                   /* ThresholdedRelu */
+    float lambd, bias;             /* Shrink */
 };
 
 #endif

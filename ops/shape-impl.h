@@ -80,6 +80,17 @@ int resize_general_backward(const struct op_call *c, const struct resize_params 
 void resize_taps(const struct resize_params *p, double scale, int64_t in, int64_t out,
                  struct resize_tap *taps);
 
+/* The selection and prefix ops (ops/topk.c, ops/cumsum_trilu.c,
+ * ops/onehot.c): ArgMax/ArgMin's normalized axis (-1 after op_error());
+ * TopK's axis and k (host input K or the opset-1 attribute); CumSum's axis
+ * (host input 1); Trilu's diagonal offset (host input 1, default 0);
+ * OneHot's output axis and depth (host input 1). 0 or -1 after op_error(). */
+int arg_plan(const struct op_call *c);
+int topk_plan(const struct op_call *c, int *axis, int64_t *k);
+int cumsum_plan(const struct op_call *c, int *axis);
+int trilu_plan(const struct op_call *c, int64_t *k);
+int onehot_plan(const struct op_call *c, int *axis, int64_t *depth);
+
 /* Row-major element strides of a tensor. */
 static inline void shape_strides(const struct tensor *t, int64_t *strides)
 {

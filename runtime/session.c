@@ -184,6 +184,8 @@ void dtrx_session_destroy(struct dtrx_session *s)
     free(s->output_half);
     onnx_widening_free(s->widening);
     free(s->grad_host);
+    rt_params_free(s->param_decisions, s->n_param_decisions);
+    free(s->param_info);
     for (int i = 0; i < s->n_values; i++)
         rt_value_destroy(s, s->values[i]);
     for (int i = 0; i < s->n_calls; i++)

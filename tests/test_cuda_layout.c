@@ -4,13 +4,16 @@
  * GatherGrad, GatherElements, GatherElementsGrad, Expand, Tile, Range,
  * Shape, Size, Constant, ConstantOfShape, Pad (every mode), PadGrad, Resize
  * (nearest and linear, every coordinate mode), ResizeGrad, LSTM, GRU, RNN
- * and their gradients — over dtypes of every element size, negative steps
- * and indices, empty pieces and the axes the kernels special-case.
+ * and their gradients, GatherND, GatherNDGrad, ScatterND, ScatterElements,
+ * Scatter and ScatterGrad under every reduction, ArgMax/ArgMin, TopK,
+ * OneHot, CumSum, Trilu and Einsum (float and double) — over dtypes of
+ * every element size, negative steps and indices, duplicate destinations,
+ * ties, empty pieces and the axes the kernels special-case.
  *
  * Movement kernels must give the CPU's bytes exactly; the gradient scatters
  * add in the CPU's order, so they match to the last bit too (a tolerance of
  * 1e-6 covers a CPU build that fuses multiply-adds); the recurrent layers
- * differ by cuBLAS's summation order. Every CUDA call runs twice and must
+ * and Einsum differ by cuBLAS's summation order. Every CUDA call runs twice and must
  * give the same bits (DTR's recomputation) and give back all its scratch.
  * Inputs an op reads on the host (op_def.host_inputs) stay host tensors, as
  * the runtime passes them. Without a CUDA build or device the suite says
@@ -317,6 +320,9 @@ START_TEST(test_table)
         { "", "Size" }, { "", "Constant" }, { "", "ConstantOfShape" }, { "", "Pad" }, { "dtrexec", "PadGrad" },
         { "", "Resize" }, { "dtrexec", "ResizeGrad" }, { "", "LSTM" }, { "", "GRU" }, { "", "RNN" },
         { "dtrexec", "LSTMGrad" }, { "dtrexec", "GRUGrad" }, { "dtrexec", "RNNGrad" },
+        { "", "GatherND" }, { "dtrexec", "GatherNDGrad" }, { "", "ScatterND" }, { "", "ScatterElements" },
+        { "", "Scatter" }, { "dtrexec", "ScatterGrad" }, { "", "ArgMax" }, { "", "ArgMin" }, { "", "TopK" },
+        { "", "OneHot" }, { "", "CumSum" }, { "", "Trilu" }, { "", "Einsum" },
     };
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         ck_assert_msg(cuda_kernel_find(ops[i][0], ops[i][1]) != NULL, "no CUDA kernel for %s", ops[i][1]);
@@ -687,6 +693,149 @@ END_TEST
 
 /* ---- the suite ----------------------------------------------------------------------- */
 
+/* ---- GatherND, the scatters, the selection and prefix ops, Einsum ------------------- */
+
+/* An int64 index tensor of any shape from its values. */
+static struct tensor *idx_of(int rank, const int64_t *dims, const int64_t *v)
+{
+    return testops_tensor(ONNX_DTYPE_INT64, rank, dims, v);
+}
+
+START_TEST(test_index_nd)
+{
+    RUN(.op = "GatherND", .opset = 13, .what = "tuples of 2, repeats", .n_in = 2,
+        .in = { F32(4, 5, 3), IDX(ONNX_DTYPE_INT64, 4, 6, 2) }, .n_out = 1);
+    RUN(.op = "GatherND", .opset = 13, .what = "batch_dims 1", .n_in = 2,
+        .in = { F32(3, 5, 4), IDX(ONNX_DTYPE_INT64, 5, 3, 7, 1) }, .n_out = 1,
+        .attrs = { a_int("batch_dims", 1) }, .n_attrs = 1);
+    RUN(.op = "GatherND", .opset = 12, .what = "full tuples, uint8, int32 indices", .n_in = 2,
+        .in = { RND(ONNX_DTYPE_UINT8, 4, 4), IDX(ONNX_DTYPE_INT32, 4, 9, 2) }, .n_out = 1);
+    RUN(.domain = "dtrexec", .op = "GatherNDGrad", .opset = 1, .what = "repeats add in order", .tol = 1e-6,
+        .n_in = 2, .in = { F32(30, 3), IDX(ONNX_DTYPE_INT64, 4, 30, 2) }, .n_out = 1,
+        .attrs = { a_int("batch_dims", 0), a_ints("shape", INTS(4, 5, 3)) }, .n_attrs = 2);
+    RUN(.domain = "dtrexec", .op = "GatherNDGrad", .opset = 1, .what = "batch_dims 1, double", .tol = 1e-12,
+        .n_in = 2, .in = { RND(ONNX_DTYPE_DOUBLE, 3, 7, 4), IDX(ONNX_DTYPE_INT32, 5, 3, 7, 1) }, .n_out = 1,
+        .attrs = { a_int("batch_dims", 1), a_ints("shape", INTS(3, 5, 4)) }, .n_attrs = 2);
+    static const char *const reds[] = { "none", "add", "mul", "max", "min" };
+    for (int r = 0; r < 5; r++) {
+        RUN(.op = "ScatterND", .opset = 18, .what = reds[r], .n_in = 3,
+            .in = { F32(5, 5, 3), IDX(ONNX_DTYPE_INT64, 5, 8, 2), F32(8, 3) }, .n_out = 1,
+            .attrs = { a_str("reduction", reds[r]) }, .n_attrs = 1);
+        RUN(.op = "ScatterElements", .opset = 18, .what = reds[r], .n_in = 3,
+            .in = { F32(4, 6), IDX(ONNX_DTYPE_INT64, 4, 3, 6), F32(3, 6) }, .n_out = 1,
+            .attrs = { a_int("axis", 0), a_str("reduction", reds[r]) }, .n_attrs = 2);
+        for (int el = 0; el < 2; el++) {
+            const struct tensor *dy = el ? F32(4, 6) : F32(5, 5, 3), *x = el ? F32(4, 6) : F32(5, 5, 3);
+            const struct tensor *ix = el ? IDX(ONNX_DTYPE_INT64, 6, 4, 5) : IDX(ONNX_DTYPE_INT32, 5, 9, 2);
+            const struct tensor *u = el ? F32(4, 5) : F32(9, 3);
+            RUN(.domain = "dtrexec", .op = "ScatterGrad", .opset = 1, .what = reds[r], .tol = 1e-6, .n_in = 4,
+                .in = { dy, x, ix, u }, .n_out = 2,
+                .attrs = { a_int("elements", el), a_int("axis", -1), a_int("reduction", r) }, .n_attrs = 3);
+        }
+    }
+    RUN(.op = "ScatterND", .opset = 13, .what = "rows, int16", .n_in = 3,
+        .in = { RND(ONNX_DTYPE_INT16, 6, 4), IDX(ONNX_DTYPE_INT64, 6, 5, 1), RND(ONNX_DTYPE_INT16, 5, 4) },
+        .n_out = 1);
+    RUN(.op = "ScatterND", .opset = 16, .what = "add, int32", .n_in = 3,
+        .in = { RND(ONNX_DTYPE_INT32, 6, 4), IDX(ONNX_DTYPE_INT64, 6, 7, 1), RND(ONNX_DTYPE_INT32, 7, 4) },
+        .n_out = 1, .attrs = { a_str("reduction", "add") }, .n_attrs = 1);
+    RUN(.op = "ScatterElements", .opset = 16, .what = "axis -1, mul, int64", .n_in = 3,
+        .in = { RND(ONNX_DTYPE_INT64, 4, 6), IDX(ONNX_DTYPE_INT32, 6, 4, 5), RND(ONNX_DTYPE_INT64, 4, 5) },
+        .n_out = 1, .attrs = { a_int("axis", -1), a_str("reduction", "mul") }, .n_attrs = 2);
+    RUN(.op = "Scatter", .opset = 9, .what = "deprecated form", .n_in = 3,
+        .in = { RND(ONNX_DTYPE_DOUBLE, 3, 5), IDX(ONNX_DTYPE_INT64, 5, 3, 4), RND(ONNX_DTYPE_DOUBLE, 3, 4) },
+        .n_out = 1, .attrs = { a_int("axis", 1) }, .n_attrs = 1);
+    RUN(.domain = "dtrexec", .op = "ScatterGrad", .opset = 1, .what = "dUpdates only, double", .tol = 1e-12,
+        .n_in = 4, .in = { RND(ONNX_DTYPE_DOUBLE, 5, 2), RND(ONNX_DTYPE_DOUBLE, 5, 2), IDX(ONNX_DTYPE_INT64, 5, 6, 1),
+                           RND(ONNX_DTYPE_DOUBLE, 6, 2) },
+        .n_out = 2, .omit_out = 1u, .attrs = { a_int("reduction", 2) }, .n_attrs = 1);
+}
+END_TEST
+
+START_TEST(test_select_prefix)
+{
+    static const int dts[] = { ONNX_DTYPE_FLOAT, ONNX_DTYPE_INT32, ONNX_DTYPE_DOUBLE, ONNX_DTYPE_UINT8 };
+    for (int i = 0; i < 4; i++) {
+        RUN(.op = "ArgMax", .opset = 13, .what = "axis 1, ties first", .n_in = 1, .in = { RND(dts[i], 3, 9, 4) },
+            .n_out = 1, .attrs = { a_int("axis", 1), a_int("keepdims", 0) }, .n_attrs = 2);
+        RUN(.op = "ArgMin", .opset = 13, .what = "last axis, ties last", .n_in = 1, .in = { RND(dts[i], 5, 7) },
+            .n_out = 1, .attrs = { a_int("axis", -1), a_int("select_last_index", 1) }, .n_attrs = 2);
+        RUN(.op = "TopK", .opset = 11, .what = "middle axis", .n_in = 2, .in = { RND(dts[i], 4, 9, 3), I64(4) },
+            .n_out = 2, .attrs = { a_int("axis", 1) }, .n_attrs = 1);
+        RUN(.op = "TopK", .opset = 11, .what = "smallest, ties", .n_in = 2, .in = { RND(dts[i], 5, 12), I64(5) },
+            .n_out = 2, .attrs = { a_int("largest", 0) }, .n_attrs = 1);
+    }
+    RUN(.op = "TopK", .opset = 1, .what = "attribute k, values only", .n_in = 1, .in = { F32(3, 6) }, .n_out = 2,
+        .omit_out = 2u, .attrs = { a_int("k", 2) }, .n_attrs = 1);
+    RUN(.op = "TopK", .opset = 11, .what = "k 0", .n_in = 2, .in = { F32(3, 6), I64(0) }, .n_out = 2);
+    RUN(.op = "OneHot", .opset = 11, .what = "axis 1, negative and out-of-range", .n_in = 3,
+        .in = { IDX(ONNX_DTYPE_INT64, 6, 3, 4), scalar_of(ONNX_DTYPE_INT64, 5), F32(2) }, .n_out = 1,
+        .attrs = { a_int("axis", 1) }, .n_attrs = 1);
+    RUN(.op = "OneHot", .opset = 9, .what = "float indices, int32 values", .n_in = 3,
+        .in = { F32(4, 3), scalar_of(ONNX_DTYPE_FLOAT, 3), RND(ONNX_DTYPE_INT32, 2) }, .n_out = 1);
+    for (int e = 0; e < 2; e++)
+        for (int r = 0; r < 2; r++)
+            RUN(.op = "CumSum", .opset = 14, .what = "exclusive/reverse", .n_in = 2,
+                .in = { F32(3, 5, 4), scalar_of(ONNX_DTYPE_INT64, 1) }, .n_out = 1,
+                .attrs = { a_int("exclusive", e), a_int("reverse", r) }, .n_attrs = 2);
+    RUN(.op = "CumSum", .opset = 11, .what = "int64, last axis, int32 axis", .n_in = 2,
+        .in = { RND(ONNX_DTYPE_INT64, 4, 6), scalar_of(ONNX_DTYPE_INT32, -1) }, .n_out = 1);
+    RUN(.op = "CumSum", .opset = 14, .what = "double, axis 0", .n_in = 2,
+        .in = { RND(ONNX_DTYPE_DOUBLE, 7, 3), scalar_of(ONNX_DTYPE_INT64, 0) }, .n_out = 1);
+    RUN(.op = "Trilu", .opset = 14, .what = "upper, k -2", .n_in = 2,
+        .in = { F32(2, 5, 7), scalar_of(ONNX_DTYPE_INT64, -2) }, .n_out = 1);
+    RUN(.op = "Trilu", .opset = 14, .what = "lower, k 3, uint8", .n_in = 2,
+        .in = { RND(ONNX_DTYPE_UINT8, 3, 6, 4), scalar_of(ONNX_DTYPE_INT64, 3) }, .n_out = 1,
+        .attrs = { a_int("upper", 0) }, .n_attrs = 1);
+    RUN(.op = "Trilu", .opset = 14, .what = "no k, double", .n_in = 1, .in = { RND(ONNX_DTYPE_DOUBLE, 4, 4) },
+        .n_out = 1);
+}
+END_TEST
+
+START_TEST(test_einsum)
+{
+    static const struct {
+        const char *eq;
+        int n;
+        int64_t dims[3][4];
+        int rank[3];
+    } cases[] = {
+        { "bhid,bhjd->bhij", 2, { { 2, 3, 5, 4 }, { 2, 3, 6, 4 } }, { 4, 4 } },
+        { "bhij,bhjd->bhid", 2, { { 2, 3, 5, 6 }, { 2, 3, 6, 4 } }, { 4, 4 } },
+        { "...ij,...jk->...ik", 2, { { 2, 1, 3, 4 }, { 5, 4, 2 } }, { 4, 3 } },
+        { "...ii->...i", 1, { { 2, 3, 3 } }, { 3 } },
+        { "ij,jk,kl->il", 3, { { 2, 3 }, { 3, 4 }, { 4, 5 } }, { 2, 2, 2 } },
+        { "bid,d->bi", 2, { { 2, 3, 4 }, { 4 } }, { 3, 1 } },
+        { "ijk->", 1, { { 2, 3, 4 } }, { 3 } },
+        { "ij,ij->i", 2, { { 3, 4 }, { 1, 4 } }, { 2, 2 } },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (int dbl = 0; dbl < 2; dbl++) {
+            struct run r = { .op = "Einsum", .opset = 12, .what = cases[i].eq, .tol = dbl ? 1e-12 : 1e-5,
+                             .n_in = cases[i].n, .n_out = 1, .attrs = { a_str("equation", cases[i].eq) },
+                             .n_attrs = 1 };
+            for (int k = 0; k < cases[i].n; k++)
+                r.in[k] = rnd_t(dbl ? ONNX_DTYPE_DOUBLE : ONNX_DTYPE_FLOAT, cases[i].rank[k], cases[i].dims[k]);
+            run_both(&r);
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_index_errors)
+{
+    fail_both(&(struct run){ .op = "GatherND", .opset = 13, .what = "index 5 of 4 on axis 1", .n_in = 2,
+                             .in = { F32(3, 4), idx_of(2, (int64_t[]){ 2, 2 }, (int64_t[]){ 1, 2, 0, 5 }) },
+                             .n_out = 1 });
+    fail_both(&(struct run){ .op = "ScatterND", .opset = 13, .what = "index -4 of 3", .n_in = 3,
+                             .in = { F32(3, 2), idx_of(2, (int64_t[]){ 2, 1 }, (int64_t[]){ 0, -4 }), F32(2, 2) },
+                             .n_out = 1 });
+    fail_both(&(struct run){ .op = "ScatterElements", .opset = 13, .what = "index 3 of 3", .n_in = 3,
+                             .in = { F32(3, 2), idx_of(2, (int64_t[]){ 1, 2 }, (int64_t[]){ 0, 3 }), F32(1, 2) },
+                             .n_out = 1 });
+}
+END_TEST
+
 static void teardown(void)
 {
     testops_free_all();
@@ -716,6 +865,10 @@ int main(void)
     tcase_add_test(tc, test_range_shape_constant);
     tcase_add_test(tc, test_pad);
     tcase_add_test(tc, test_resize);
+    tcase_add_test(tc, test_index_nd);
+    tcase_add_test(tc, test_select_prefix);
+    tcase_add_test(tc, test_einsum);
+    tcase_add_test(tc, test_index_errors);
     tcase_add_loop_test(tc, test_recurrent, 0, (int)(sizeof rnn_cases / sizeof rnn_cases[0]));
     suite_add_tcase(s, tc);
     int failed = testcuda_run(s);

@@ -1,8 +1,9 @@
 /* ops/cuda/layout-impl.h — what the host files of the CUDA data-movement and
- * recurrent kernels share (layout.c, layout_index.c, layout_resize.c,
- * recurrent.c): the strided copy every movement kernel goes through,
- * workspace and host-table uploads, the index-error report, and the kernel
- * functions the one table cuda_kernels_layout[] (in layout.c) lists.
+ * recurrent kernels share (layout.c, layout_index.c, layout_scatter.c,
+ * layout_select.c, layout_einsum.c, layout_resize.c, recurrent.c): the
+ * strided copy every movement kernel goes through, workspace and host-table
+ * uploads, the index-error report, and the kernel functions the one table
+ * cuda_kernels_layout[] (in layout.c) lists.
  * Not for use outside ops/cuda/. */
 #ifndef DTRX_OPS_CUDA_LAYOUT_IMPL_H
 #define DTRX_OPS_CUDA_LAYOUT_IMPL_H
@@ -65,6 +66,17 @@ int cuda_gather(struct op_call *c);
 int cuda_gather_elements(struct op_call *c);
 int cuda_gather_grad(struct op_call *c);
 int cuda_gather_elements_grad(struct op_call *c);
+int cuda_gather_nd(struct op_call *c);
+int cuda_gather_nd_grad(struct op_call *c);
+int cuda_scatter_nd(struct op_call *c);
+int cuda_scatter_elements(struct op_call *c);
+int cuda_scatter_grad(struct op_call *c);
+int cuda_arg_select(struct op_call *c);
+int cuda_topk(struct op_call *c);
+int cuda_onehot(struct op_call *c);
+int cuda_cumsum(struct op_call *c);
+int cuda_trilu(struct op_call *c);
+int cuda_einsum(struct op_call *c);
 int cuda_resize(struct op_call *c);
 int cuda_resize_grad(struct op_call *c);
 int cuda_rnn(struct op_call *c);

@@ -3,7 +3,9 @@
  * Expand, Tile, Range, Shape, Size, Constant, ConstantOfShape, Pad (+
  * PadGrad); the helpers layout-impl.h declares; and the family's table,
  * cuda_kernels_layout[], which also lists the kernels of layout_index.c
- * (Gather family), layout_resize.c and recurrent.c.
+ * (Gather family), layout_scatter.c (GatherND and the scatters),
+ * layout_select.c (ArgMax/ArgMin, TopK, OneHot, CumSum, Trilu),
+ * layout_einsum.c, layout_resize.c and recurrent.c.
  *
  * Plans (axes, starts, pads, split sizes) come from the same functions the
  * CPU kernels use (ops/shape-impl.h), reading the host copies of the inputs
@@ -624,6 +626,19 @@ const struct cuda_kernel_entry cuda_kernels_layout[] = {
     { "dtrexec", "GatherGrad", cuda_gather_grad },
     { "", "GatherElements", cuda_gather_elements },
     { "dtrexec", "GatherElementsGrad", cuda_gather_elements_grad },
+    { "", "GatherND", cuda_gather_nd },
+    { "dtrexec", "GatherNDGrad", cuda_gather_nd_grad },
+    { "", "ScatterND", cuda_scatter_nd },
+    { "", "ScatterElements", cuda_scatter_elements },
+    { "", "Scatter", cuda_scatter_elements },
+    { "dtrexec", "ScatterGrad", cuda_scatter_grad },
+    { "", "ArgMax", cuda_arg_select },
+    { "", "ArgMin", cuda_arg_select },
+    { "", "TopK", cuda_topk },
+    { "", "OneHot", cuda_onehot },
+    { "", "CumSum", cuda_cumsum },
+    { "", "Trilu", cuda_trilu },
+    { "", "Einsum", cuda_einsum },
     { "", "Expand", cuda_expand },
     { "", "Tile", cuda_tile },
     { "", "Range", cuda_range },

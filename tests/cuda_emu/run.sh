@@ -13,6 +13,8 @@
 # memory). What it checks: the host code, the kernel bodies and their
 # indexing, against the CPU kernels, under ASan/UBSan with SAN=1. What it
 # cannot: real parallel races, launch limits, cub and cuBLAS themselves.
+# (cuBLAS's strided-batched GEMMs, used by Einsum, are loops of OpenBLAS
+# calls here.)
 #
 # Usage: tests/cuda_emu/run.sh BUILD_DIR_WITHOUT_CUDA [SUITE...]
 # (SUITE: layout, attn; default both; SAN=1 in the environment for the
@@ -38,7 +40,8 @@ gcc -std=c11 -D_GNU_SOURCE -O1 -g $SAN $INC -DDTRX_DATA_DIR='"x"' -DDTRX_SOURCE_
     -c "$M/tests/testutil.c" -o "$W/testutil.o"
 for suite in $SUITES; do
     case $suite in
-    layout) kernels="layout_kernels rnn_kernels"; hosts="layout layout_index layout_resize recurrent" ;;
+    layout) kernels="layout_kernels index_kernels rnn_kernels"
+            hosts="layout layout_index layout_scatter layout_select layout_einsum layout_resize recurrent" ;;
     attn) kernels="norm_kernels attn_kernels"; hosts="norm attn" ;;
     *) echo "unknown suite $suite" >&2; exit 1 ;;
     esac

@@ -24,7 +24,12 @@ extern std::barrier<> *emu_bar;
 #define __forceinline__ inline
 #undef __shared__
 #define __shared__ static
+#undef __launch_bounds__
+#define __launch_bounds__(...)
 inline void __syncthreads() { emu_bar->arrive_and_wait(); }
+inline float __uint_as_float(uint32_t u) { float f; memcpy(&f, &u, sizeof f); return f; }
+inline uint32_t __float_as_uint(float f) { uint32_t u; memcpy(&u, &f, sizeof u); return u; }
+inline long long __double_as_longlong(double d) { long long u; memcpy(&u, &d, sizeof u); return u; }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline double __dadd_rn(double a, double b) { return a + b; }

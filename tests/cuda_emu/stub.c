@@ -28,10 +28,23 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t ta, cublasOper
 cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
                                          int k, const float *alpha, const float *A, int lda, long long sa,
                                          const float *B, int ldb, long long sb, const float *beta, float *C, int ldc,
-                                         long long sc, int count)
+                                         long long sc, int batch)
 {
-    for (int i = 0; i < count; i++)
-        cublasSgemm_v2(h, ta, tb, m, n, k, alpha, A + i * sa, lda, B + i * sb, ldb, beta, C + i * sc, ldc);
+    for (int i = 0; i < batch; i++)
+        cblas_sgemm(CblasColMajor, ta == CUBLAS_OP_T ? CblasTrans : CblasNoTrans,
+                    tb == CUBLAS_OP_T ? CblasTrans : CblasNoTrans, m, n, k, *alpha, A + i * sa, lda, B + i * sb, ldb,
+                    *beta, C + i * sc, ldc);
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                         int k, const double *alpha, const double *A, int lda, long long sa,
+                                         const double *B, int ldb, long long sb, const double *beta, double *C,
+                                         int ldc, long long sc, int batch)
+{
+    for (int i = 0; i < batch; i++)
+        cblas_dgemm(CblasColMajor, ta == CUBLAS_OP_T ? CblasTrans : CblasNoTrans,
+                    tb == CUBLAS_OP_T ? CblasTrans : CblasNoTrans, m, n, k, *alpha, A + i * sa, lda, B + i * sb, ldb,
+                    *beta, C + i * sc, ldc);
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -45,13 +58,16 @@ static const struct backend emu = { .kind = BACKEND_CUDA, .name = "cuda-emu", .c
                                     .copy_to_device = e_to_dev, .copy_to_host = e_to_host, .synchronize = e_sync };
 const struct backend *cuda_backend_open(char *why, size_t n) { return &emu; }
 void cuda_backend_close(const struct backend *b) {}
-/* the tables of the families a suite links (run.sh): weak, absent ones are NULL */
+/* The tables of the families a suite links (run.sh, run_elem.sh): weak,
+ * absent ones are NULL. */
 extern const struct cuda_kernel_entry cuda_kernels_layout[] __attribute__((weak));
+extern const struct cuda_kernel_entry cuda_kernels_elem[] __attribute__((weak));
 extern const struct cuda_kernel_entry cuda_kernels_norm[] __attribute__((weak));
 extern const struct cuda_kernel_entry cuda_kernels_attn[] __attribute__((weak));
 cuda_kernel_fn cuda_kernel_find(const char *domain, const char *name)
 {
-    const struct cuda_kernel_entry *const tables[] = { cuda_kernels_layout, cuda_kernels_norm, cuda_kernels_attn };
+    const struct cuda_kernel_entry *const tables[] = { cuda_kernels_layout, cuda_kernels_elem, cuda_kernels_norm,
+                                                       cuda_kernels_attn };
     for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
         for (const struct cuda_kernel_entry *e = tables[t]; e && e->name; e++)
             if (!strcmp(e->name, name) && !strcmp(e->domain, domain ? domain : ""))

@@ -256,3 +256,35 @@ for op in ("ReduceMax", "ReduceMin"):
         [helper.make_node("Concat", ["a", "a"], ["x"], axis=1),
          helper.make_node(op, ["x"], ["y"], axes=[1], keepdims=0)],
         {"a": spread(2, 3)}, ["y"], opset=13))
+
+
+# ---- ReduceProd, ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum, ReduceLogSumExp
+# (ops/reduce_ext.c). L1 needs x away from 0 (its kink); LogSum a positive
+# sum; Prod is checked with a zero and with two zeros in one group as well.
+def positive(*shape, dtype=np.float32):
+    return rand(*shape, low=0.3, high=1.5, dtype=dtype)
+
+
+def signed_away(*shape, dtype=np.float32):
+    x = rand(*shape, low=0.2, high=1.2, dtype=dtype)
+    return x * np.where(rand(*shape) > 0, 1, -1).astype(dtype)
+
+
+EXT_REDUCE = [("ReduceProd", signed_away), ("ReduceL1", signed_away), ("ReduceL2", rand),
+              ("ReduceSumSquare", rand), ("ReduceLogSum", positive), ("ReduceLogSumExp", rand)]
+for op, mk in EXT_REDUCE:
+    t = op.lower()
+    for kd in (0, 1):
+        case(f"{t}_all_kd{kd}", single_op(op, [("x", mk(2, 3, 2))], opset=18, attrs={"keepdims": kd}))
+        case(f"{t}_axes_neg_kd{kd}", single_op(op, [("x", mk(2, 3, 2, 2)), ("a", i64(-1, 1))], opset=18,
+                                               attrs={"keepdims": kd}))
+    case(f"{t}_axis0", single_op(op, [("x", mk(3, 4)), ("a", i64(0))], opset=18))
+    case(f"{t}_attr_v13", single_op(op, [("x", mk(3, 2, 4))], opset=13, attrs={"keepdims": 0, "axes": [0, 2]}))
+    case(f"{t}_attr_v11", single_op(op, [("x", mk(2, 4))], opset=11, attrs={"axes": [1]}))
+    case(f"{t}_noop_empty", single_op(op, [("x", mk(2, 3)), ("a", np.zeros(0, I64))], opset=18,
+                                       attrs={"noop_with_empty_axes": 1}))
+    case(f"{t}_f64", single_op(op, [("x", mk(3, 4, dtype=F64)), ("a", i64(1))], opset=18))
+ZP = signed_away(3, 4)
+ZP[0, 1] = 0.0
+ZP[2, 0] = ZP[2, 3] = 0.0
+case("reduceprod_zeros", single_op("ReduceProd", [("x", ZP), ("a", i64(1))], opset=18))

@@ -196,3 +196,81 @@ case("f64_dropout_train", single_op("Dropout", [("x", rand(4, 6, **F64)), ("r", 
 case("resize_v10_nearest_scales", single_op("Resize", [("x", rand(1, 1, 2, 3)),
                                                        ("sc", np.array([1, 1, 2, 1.5], np.float32))],
                                             opset=10, attrs={"mode": "nearest"}))
+
+# ---- GatherND, ScatterND, ScatterElements (ops/scatter_gather_nd.c, scatter_elements.c)
+# Repeated index tuples so that GatherNDGrad accumulates; scatters with
+# duplicate destinations under every reduction (none: the last writer gets
+# dy; mul: the other writers' product; max/min: the selected element, with
+# values far apart so that the selection is stable under the step).
+case("gathernd_tuples_repeat", single_op("GatherND", [("x", rand(3, 4, 2)), ("i", idx([[0, 1], [2, 3], [0, 1]]))],
+                                         opset=13))
+case("gathernd_full_index", single_op("GatherND", [("x", rand(3, 4)), ("i", idx([[[1, -1]], [[2, 0]]]))], opset=13))
+case("gathernd_batch_dims1", single_op("GatherND", [("x", rand(2, 3, 4)), ("i", idx([[[1], [1]], [[0], [2]]]))],
+                                       opset=13, attrs={"batch_dims": 1}))
+case("gathernd_f64", single_op("GatherND", [("x", rand(4, 3, **F64)), ("i", idx([[3], [3], [0]]))], opset=13))
+
+
+def far_apart(*shape, dtype=np.float32):
+    n = int(np.prod(shape))
+    return (np.random.default_rng(n).permutation(n).reshape(shape) * 0.3 - 0.2 * n).astype(dtype)
+
+
+for red in ("none", "add", "mul", "max", "min"):
+    case(f"scatternd_dup_{red}", single_op("ScatterND", [("x", far_apart(4, 3)), ("i", idx([[1], [3], [1]])),
+                                                         ("u", far_apart(3, 3) + 0.1)],
+                                           opset=18, attrs={"reduction": red}))
+    case(f"scatter_elements_dup_{red}", single_op(
+        "ScatterElements", [("x", far_apart(3, 4)), ("i", idx([[0, 2, 2, 1], [2, 2, 0, 1]])),
+                            ("u", far_apart(2, 4) + 0.1)], opset=18, attrs={"axis": 0, "reduction": red}))
+case("scatternd_elementwise_idx", single_op("ScatterND", [("x", rand(2, 3)), ("i", idx([[0, 2], [1, -1]])),
+                                                          ("u", rand(2))], opset=13))
+case("scatter_elements_axis_neg", single_op("ScatterElements", [("x", rand(2, 4)), ("i", idx([[3, -1], [0, 1]])),
+                                                                ("u", rand(2, 2))], opset=13, attrs={"axis": -1}))
+case("scatter_v9", single_op("Scatter", [("x", rand(3, 2)), ("i", idx([[1, 0], [2, 2]])), ("u", rand(2, 2))],
+                             opset=9, attrs={"axis": 0}))
+case("scatternd_mul_zero_f64", single_op("ScatterND", [("x", rand(3, 2, **F64)), ("i", idx([[0], [0], [2]])),
+                                                       ("u", np.array([[0.0, 1.5], [0.7, 0.0], [2.0, -1.0]]))],
+                                         opset=18, attrs={"reduction": "mul"}))
+
+# ---- CumSum, Trilu (ops/cumsum_trilu.c) -------------------------------------------
+for excl in (0, 1):
+    for rev in (0, 1):
+        case(f"cumsum_e{excl}_r{rev}", single_op("CumSum", [("x", rand(3, 4, 2)), ("a", np.array(1, I64))],
+                                                 opset=14, attrs={"exclusive": excl, "reverse": rev}))
+case("cumsum_axis_neg_int32", single_op("CumSum", [("x", rand(2, 5)), ("a", np.array(-1, np.int32))], opset=11))
+case("cumsum_f64", single_op("CumSum", [("x", rand(4, 3, **F64)), ("a", np.array(0, I64))], opset=14))
+for upper in (0, 1):
+    for k in (-1, 0, 2):
+        case(f"trilu_u{upper}_k{k}".replace("-", "m"),
+             single_op("Trilu", [("x", rand(2, 3, 4)), ("k", np.array(k, I64))], opset=14, attrs={"upper": upper}))
+case("trilu_default_no_k", single_op("Trilu", [("x", rand(4, 3))], opset=14))
+case("trilu_f64", single_op("Trilu", [("x", rand(3, 3, **F64))], opset=14, attrs={"upper": 0}))
+
+# ---- TopK (ops/topk.c): the values' gradient; distinct values so the ----------
+# selection does not change under the step.
+case("topk_last_axis", single_op("TopK", [("x", far_apart(3, 5)), ("k", i64(2))], n_outputs=2, output_index=0,
+                                 opset=11))
+case("topk_axis0_smallest", single_op("TopK", [("x", far_apart(4, 3)), ("k", i64(3))], n_outputs=2,
+                                      output_index=0, opset=11, attrs={"axis": 0, "largest": 0}))
+case("topk_v1", single_op("TopK", [("x", far_apart(2, 4))], n_outputs=2, output_index=0, opset=9, attrs={"k": 3}))
+case("topk_f64", single_op("TopK", [("x", far_apart(2, 6, dtype=np.float64)), ("k", i64(4))], n_outputs=2,
+                           output_index=0, opset=11))
+
+# ---- Einsum (ops/einsum.c): every operand's gradient is itself an Einsum ------
+for eq, shapes in [("bhid,bhjd->bhij", [(1, 2, 3, 2), (1, 2, 4, 2)]),
+                   ("bhij,bhjd->bhid", [(1, 2, 3, 4), (1, 2, 4, 2)]),
+                   ("ij,jk", [(2, 3), (3, 2)]),
+                   ("...ij,...jk->...ik", [(2, 1, 2, 3), (3, 3, 2)]),
+                   ("...ii->...i", [(2, 3, 3)]),
+                   ("ii", [(3, 3)]),
+                   ("iij,jk->ik", [(2, 2, 3), (3, 2)]),
+                   ("ij,jk,kl->il", [(2, 3), (3, 2), (2, 2)]),
+                   ("bid,d->bi", [(2, 3, 4), (4,)]),
+                   ("ij,ij->i", [(3, 4), (1, 4)]),
+                   ("ijk->", [(2, 3, 2)]),
+                   ("i,j->ij", [(3,), (2,)])]:
+    name = "einsum_" + "".join(ch if ch.isalnum() else "_" for ch in eq)
+    case(name, single_op("Einsum", [(f"x{i}", rand(*s)) for i, s in enumerate(shapes)], opset=12,
+                         attrs={"equation": eq}))
+case("einsum_f64_bmm", single_op("Einsum", [("a", rand(2, 2, 3, **F64)), ("b", rand(2, 3, 2, **F64))], opset=12,
+                                 attrs={"equation": "bij,bjk->bik"}))
