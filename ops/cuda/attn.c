@@ -4,9 +4,10 @@
  * resolvers in ops/nn-impl.h).
  *
  * Attention is computed unfused: the scores of every (batch, query head)
- * into one [B * Hq, Sq, T] scratch matrix by cuBLAS (one GEMM per head,
- * reading Q, K, V in place with their row strides: 3-D and 4-D alike, the
- * key head h / group for grouped-query attention), the masked, soft-capped
+ * into one [B * Hq, Sq, T] scratch matrix by cuBLAS (strided-batched GEMMs
+ * over the key/value heads, reading Q, K, V in place with their row
+ * strides: 3-D and 4-D alike, query head h reading key head h / group for
+ * grouped-query attention), the masked, soft-capped
  * softmax of its rows by our kernel (attn_kernels.cu), then P V by cuBLAS
  * into Y. A past cache is first concatenated with the new keys and values
  * (into present_key/present_value when asked, else scratch). The gradient
@@ -59,23 +60,69 @@ static int cuda_rotary(struct op_call *c)
     return 0;
 }
 
-/* ---- GEMMs ------------------------------------------------------------------------------ */
+/* ---- GEMMs ------------------------------------------------------------------------------ *
+ * Row-major y[m, n] = alpha op(a) op(b) + beta y as cuBLAS's column-major
+ * y^T = op(b)^T op(a)^T: the same buffers, operands swapped, no copies. */
 
-/* Row-major y[m, n] (row length ldy) = alpha op(a) op(b) + beta y, a and b
- * stored with row lengths lda and ldb: cuBLAS's column-major y^T. */
-static int attn_gemm(const struct op_call *c, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
-                     float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
-                     float *y, int64_t ldy)
+/* An operand of the per-head products: head h of batch b starts at
+ * p + b * sb + h * sh, rows ld apart; per_q says whether h is the query
+ * head (Q, dQ, Y, dY, the score matrices) or its key/value head. */
+struct attn_opnd {
+    const float *p;
+    int64_t ld, sb, sh;
+    int per_q;
+};
+
+/* y = alpha op(a) op(b) + beta y for every (batch, query head), query head
+ * h = kh * group + gi reading key/value head kh: for each batch and gi, one
+ * strided-batched GEMM over kh (every operand's offset is linear in kh).
+ * The calls follow gi in order, so a key/value operand y accumulates its
+ * group's query heads in head order: deterministic. */
+static int attn_heads_gemm(const struct op_call *c, const struct nn_att_geom *g, int trans_a, int trans_b,
+                           int64_t m, int64_t n, int64_t k, float alpha, struct attn_opnd a, struct attn_opnd b,
+                           float beta, struct attn_opnd y)
 {
-    if (m <= 0 || n <= 0)
+    const int64_t group = g->hq / g->hkv;
+    if (m <= 0 || n <= 0 || g->hkv <= 0)
         return 0;
-    if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX || ldy > INT_MAX)
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX || a.ld > INT_MAX || b.ld > INT_MAX || y.ld > INT_MAX
+        || g->hkv > INT_MAX)
         return op_error(c, "GEMM of %lld x %lld x %lld exceeds cuBLAS's 32-bit sizes", (long long)m,
                         (long long)n, (long long)k);
-    CUBLAS_TRY(c, cublasSgemm(cuda_ctx_of(c)->blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                              trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha, b, (int)ldb,
-                              a, (int)lda, &beta, y, (int)ldy));
+    for (int64_t bi = 0; bi < g->b; bi++)
+        for (int64_t gi = 0; gi < group; gi++) {
+            const struct attn_opnd *o[3] = { &a, &b, &y };
+            const float *base[3];
+            long long stride[3];
+            for (int j = 0; j < 3; j++) {
+                base[j] = o[j]->p + bi * o[j]->sb + (o[j]->per_q ? gi * o[j]->sh : 0);
+                stride[j] = o[j]->per_q ? group * o[j]->sh : o[j]->sh;
+            }
+            CUBLAS_TRY(c, cublasSgemmStridedBatched(cuda_ctx_of(c)->blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                                    trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)k,
+                                                    &alpha, base[1], (int)b.ld, stride[1], base[0], (int)a.ld,
+                                                    stride[0], &beta, (float *)base[2], (int)y.ld, stride[2],
+                                                    (int)g->hkv));
+        }
     return 0;
+}
+
+/* The operands by role. */
+static struct attn_opnd opnd_q(const float *p, struct nn_att_layout l)
+{
+    return (struct attn_opnd){ .p = p, .ld = l.ss, .sb = l.sb, .sh = l.sh, .per_q = 1 };
+}
+
+static struct attn_opnd opnd_kv(const float *p, struct nn_att_layout l)
+{
+    return (struct attn_opnd){ .p = p, .ld = l.ss, .sb = l.sb, .sh = l.sh, .per_q = 0 };
+}
+
+/* A [B * Hq, Sq, T] score matrix. */
+static struct attn_opnd opnd_scores(const struct nn_att_geom *g, const float *p)
+{
+    int64_t per = g->sq * g->t;
+    return (struct attn_opnd){ .p = p, .ld = g->t, .sb = g->hq * per, .sh = per, .per_q = 1 };
 }
 
 /* ---- Attention ------------------------------------------------------------------------------ */
@@ -119,18 +166,12 @@ static struct attn_cuda_rows attn_rows(const struct op_call *c, const struct nn_
     };
 }
 
-/* s [B * Hq, Sq, T] = scale Q K_all^T, one GEMM per (batch, query head). */
+/* s [B * Hq, Sq, T] = scale Q K_all^T. */
 static int attn_scores(struct op_call *c, const struct nn_att_geom *g, const float *q, const struct attn_kv *kv,
                        float *s)
 {
-    const int64_t group = g->hq / g->hkv;
-    for (int64_t b = 0; b < g->b; b++)
-        for (int64_t h = 0; h < g->hq; h++)
-            if (attn_gemm(c, 0, 1, g->sq, g->t, g->d, g->scale, q + b * g->q.sb + h * g->q.sh, g->q.ss,
-                          kv->k + b * kv->kl.sb + (h / group) * kv->kl.sh, kv->kl.ss, 0.0f,
-                          s + (b * g->hq + h) * g->sq * g->t, g->t))
-                return -1;
-    return 0;
+    return attn_heads_gemm(c, g, 0, 1, g->sq, g->t, g->d, g->scale, opnd_q(q, g->q), opnd_kv(kv->k, kv->kl), 0.0f,
+                           opnd_scores(g, s));
 }
 
 /* The call's inputs by role (Q, K, V, mask, past_key, past_value, nonpad). */
@@ -180,20 +221,12 @@ static int cuda_attention(struct op_call *c)
         if (e != cudaSuccess)
             rc = op_error(c, "CUDA: %s (attention softmax)", cudaGetErrorString(e));
     }
-    const int64_t group = g.hq / g.hkv;
     float *y = c->out[0]->data;
-    for (int64_t b = 0; !rc && b < g.b; b++)
-        for (int64_t h = 0; !rc && h < g.hq; h++) {
-            float *ym = y + b * g.y.sb + h * g.y.sh;
-            if (g.t == 0) {
-                for (int64_t i = 0; !rc && i < g.sq; i++)
-                    if (cudaMemsetAsync(ym + i * g.y.ss, 0, sizeof(float) * (size_t)g.dv, st) != cudaSuccess)
-                        rc = op_error(c, "CUDA: cannot zero an output row without keys");
-                continue;
-            }
-            rc = attn_gemm(c, 0, 0, g.sq, g.dv, g.t, 1.0f, s + (b * g.hq + h) * g.sq * g.t, g.t,
-                           kv.v + b * kv.vl.sb + (h / group) * kv.vl.sh, kv.vl.ss, 0.0f, ym, g.y.ss);
-        }
+    if (!rc && g.t == 0 && cudaMemsetAsync(y, 0, tensor_size_bytes(c->out[0]), st) != cudaSuccess)
+        rc = op_error(c, "CUDA: cannot zero an output without keys");
+    if (!rc && g.t > 0)
+        rc = attn_heads_gemm(c, &g, 0, 0, g.sq, g.dv, g.t, 1.0f, opnd_scores(&g, s), opnd_kv(kv.v, kv.vl), 0.0f,
+                             opnd_q(y, g.y));
     nn_scratch_free(c, tmp);
     return rc;
 }
@@ -218,7 +251,7 @@ static int cuda_attention_grad(struct op_call *c)
     for (int o = 0; o < 5 && o < c->n_out; o++)
         out[o] = c->out[o] ? c->out[o]->data : NULL;
     float *dq = out[0];
-    const int64_t group = g.hq / g.hkv, per = g.sq * g.t;
+    const int64_t per = g.sq * g.t;
     size_t mat = sizeof(float) * (size_t)(g.b * g.hq * per);
     size_t kall = sizeof(float) * (size_t)(g.b * g.hkv * g.t * g.d);
     size_t vall = sizeof(float) * (size_t)(g.b * g.hkv * g.t * g.dv);
@@ -266,32 +299,24 @@ static int cuda_attention_grad(struct op_call *c)
                 rc = op_error(c, "CUDA: %s (attention softmax)", cudaGetErrorString(e));
         }
         /* dP = dY V_all^T */
-        for (int64_t b = 0; !rc && b < g.b; b++)
-            for (int64_t h = 0; !rc && h < g.hq; h++)
-                rc = attn_gemm(c, 0, 1, g.sq, g.t, g.dv, 1.0f, dy + b * g.y.sb + h * g.y.sh, g.y.ss,
-                               kv.v + b * kv.vl.sb + (h / group) * kv.vl.sh, kv.vl.ss, 0.0f,
-                               dpm + (b * g.hq + h) * per, g.t);
+        if (!rc)
+            rc = attn_heads_gemm(c, &g, 0, 1, g.sq, g.t, g.dv, 1.0f, opnd_q(dy, g.y), opnd_kv(kv.v, kv.vl), 0.0f,
+                                 opnd_scores(&g, dpm));
         if (!rc) {
             cudaError_t e = attn_cuda_softmax_grad(st, g.b * g.hq * g.sq, g.t, pm, cm, p->softcap, dpm);
             if (e != cudaSuccess)
                 rc = op_error(c, "CUDA: %s (attention softmax gradient)", cudaGetErrorString(e));
         }
-        for (int64_t b = 0; !rc && b < g.b; b++)
-            for (int64_t h = 0; !rc && h < g.hq; h++) {
-                const float *ds = dpm + (b * g.hq + h) * per, *pr = pm + (b * g.hq + h) * per;
-                const float *qm = (const float *)in[0]->data + b * g.q.sb + h * g.q.sh;
-                const float *dym = dy + b * g.y.sb + h * g.y.sh;
-                int64_t kh = h / group;
-                if (dq)
-                    rc = attn_gemm(c, 0, 0, g.sq, g.d, g.t, g.scale, ds, g.t, kv.k + b * kv.kl.sb + kh * kv.kl.sh,
-                                   kv.kl.ss, 0.0f, dq + b * g.q.sb + h * g.q.sh, g.q.ss);
-                if (!rc && dkacc[0])
-                    rc = attn_gemm(c, 1, 0, g.t, g.d, g.sq, g.scale, ds, g.t, qm, g.q.ss, 1.0f,
-                                   dkacc[0] + b * dl[0].sb + kh * dl[0].sh, dl[0].ss);
-                if (!rc && dkacc[1])
-                    rc = attn_gemm(c, 1, 0, g.t, g.dv, g.sq, 1.0f, pr, g.t, dym, g.y.ss, 1.0f,
-                                   dkacc[1] + b * dl[1].sb + kh * dl[1].sh, dl[1].ss);
-            }
+        /* dQ = scale dS K_all; dK_all += scale dS^T Q; dV_all += P^T dY */
+        if (!rc && dq)
+            rc = attn_heads_gemm(c, &g, 0, 0, g.sq, g.d, g.t, g.scale, opnd_scores(&g, dpm), opnd_kv(kv.k, kv.kl),
+                                 0.0f, opnd_q(dq, g.q));
+        if (!rc && dkacc[0])
+            rc = attn_heads_gemm(c, &g, 1, 0, g.t, g.d, g.sq, g.scale, opnd_scores(&g, dpm),
+                                 opnd_q(in[0]->data, g.q), 1.0f, opnd_kv(dkacc[0], dl[0]));
+        if (!rc && dkacc[1])
+            rc = attn_heads_gemm(c, &g, 1, 0, g.t, g.dv, g.sq, 1.0f, opnd_scores(&g, pm), opnd_q(dy, g.y), 1.0f,
+                                 opnd_kv(dkacc[1], dl[1]));
     } else if (!rc && dy && dq && g.t == 0 && cudaMemsetAsync(dq, 0, tensor_size_bytes(c->out[0]), st)) {
         rc = op_error(c, "CUDA: cannot zero dQ");
     }

@@ -19,7 +19,8 @@
 # Usage: tests/cuda_emu/run.sh BUILD_DIR_WITHOUT_CUDA [SUITE...]
 # (SUITE: layout, attn; default both; SAN=1 in the environment for the
 # sanitizers) where BUILD_DIR_WITHOUT_CUDA was configured with
-# -DDTRX_CUDA=OFF and has built dtrexec_static.
+# -DDTRX_CUDA=OFF and has built dtrexec_static from the current sources (the
+# CPU kernels come from its library: a stale one compares against old code).
 set -e
 M=$(cd "$(dirname "$0")/../.." && pwd)
 B=$(cd "$1" && pwd)
