@@ -58,11 +58,13 @@ static const struct backend emu = { .kind = BACKEND_CUDA, .name = "cuda-emu", .c
                                     .copy_to_device = e_to_dev, .copy_to_host = e_to_host, .synchronize = e_sync };
 const struct backend *cuda_backend_open(char *why, size_t n) { return &emu; }
 void cuda_backend_close(const struct backend *b) {}
-extern const struct cuda_kernel_entry cuda_kernels_layout[];
+/* The kernel tables of the binary (run.sh writes them per test). */
+extern const struct cuda_kernel_entry *const emu_tables[];
 cuda_kernel_fn cuda_kernel_find(const char *domain, const char *name)
 {
-    for (const struct cuda_kernel_entry *e = cuda_kernels_layout; e->name; e++)
-        if (!strcmp(e->name, name) && !strcmp(e->domain, domain ? domain : ""))
-            return e->kernel;
+    for (int t = 0; emu_tables[t]; t++)
+        for (const struct cuda_kernel_entry *e = emu_tables[t]; e->name; e++)
+            if (!strcmp(e->name, name) && !strcmp(e->domain, domain ? domain : ""))
+                return e->kernel;
     return NULL;
 }
