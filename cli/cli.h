@@ -1,7 +1,8 @@
 /* cli — the dtrexec command: a thin layer over the runtime API and bench/.
  * Each subcommand lives in its own cli/cmd_*.c and is listed once in main.c.
  * Subcommands return the process exit code of DESIGN.md: 0 success, 1 bad
- * input or usage, 2 budget infeasible / out of memory, 3 internal error. */
+ * input or usage, 2 budget infeasible / out of memory, 3 internal error,
+ * 4 training diverged (a non-finite loss). */
 #ifndef DTRX_CLI_H
 #define DTRX_CLI_H
 
@@ -10,6 +11,7 @@ enum cli_exit {
     CLI_EXIT_USAGE = 1,
     CLI_EXIT_OOM = 2,
     CLI_EXIT_INTERNAL = 3,
+    CLI_EXIT_NONFINITE = 4,    /* training diverged: a non-finite loss (DTRX_ERR_NONFINITE) */
 };
 
 int cmd_run(int argc, char **argv);    /* dtrexec MODEL.onnx [options] */
@@ -19,10 +21,16 @@ int cmd_bench(int argc, char **argv);  /* dtrexec bench ... */
 int cmd_plan(int argc, char **argv);   /* dtrexec plan GRAPH --solver S ... */
 int cmd_ops(int argc, char **argv);
 int cmd_export(int argc, char **argv); /* dtrexec export MODEL --train -o GRAPH.json */
-int cmd_gradcheck(int argc, char **argv); /* dtrexec gradcheck MODEL.onnx: backward vs finite differences */    /* dtrexec ops: the operator registry */
+int cmd_gradcheck(int argc, char **argv); /* dtrexec gradcheck MODEL.onnx: backward vs finite differences */
+int cmd_params(int argc, char **argv); /* dtrexec params MODEL.onnx: which initializers train, and why */
 
 /* Parses "4GB", "512MiB", "1000" into bytes; "0.5x" sets *ratio instead
  * (bytes 0). Returns 0, or -1 when the text is not a size. */
 int cli_parse_size(const char *text, double *bytes, double *ratio);
+/* Appends `pattern` to the comma-separated list *list (heap, grown); -1 out of memory. */
+int cli_patterns_add(char **list, const char *pattern);
+struct dtrx_param_info;
+/* Warns on stderr about each pattern of the list that names no initializer. */
+void cli_patterns_warn_unmatched(const char *option, const char *patterns, const struct dtrx_param_info *p, int n);
 
 #endif

@@ -169,6 +169,7 @@ int cmd_gradcheck(int argc, char **argv)
     dtrx_train_options_init(&topts);
     topts.loss = DTRX_LOSS_WEIGHTED_SUM;
     topts.grad_inputs = 1;
+    topts.trainable = "*";   /* every float initializer, constants included: all are checked */
     enum dtrx_status st = dtrx_session_create(model, &opts, &s);
     if (!st)
         st = dtrx_session_fill_inputs(s);

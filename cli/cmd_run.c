@@ -48,10 +48,13 @@ struct run_args {
     int measured_costs;
     const char *export_path;       /* dtrexec export: write the step's graph instead of training */
     const char *plan_path;         /* --plan SCHEDULE.json */
+    const char *grad_dir;          /* --grad-dir DIR: the last step's gradients */
+    char *freeze, *trainable;      /* --freeze/--trainable, repeated: comma-joined patterns */
+    int nonfinite_step;            /* the step whose loss was not finite, 0 none */
 };
 
 static const char *const optimizer_names[] = { "sgd", "momentum", "adam", "adamw" };
-static const char *const loss_names[] = { "auto", "mse", "cross-entropy", "sum" };
+static const char *const loss_names[] = { "auto", "mse", "cross-entropy", "sum", "graph" };
 
 static int parse_choice(const char *opt, const char *val, const char *const *names, int n)
 {
@@ -89,12 +92,20 @@ static void run_usage(FILE *f)
             "  --device cpu|cuda            (default cpu)\n"
             "  --threads N  --seed N  --repeat N  --stats FILE.json  --quiet\n"
             "training:\n"
-            "  --train --steps N --lr F --optimizer sgd|momentum|adam|adamw --loss auto|mse|cross-entropy|sum\n"
-            "  --labels FILE  --save OUT.onnx  --freeze PATTERN[,PATTERN]  --momentum F  --nesterov\n"
+            "  --train --steps N --lr F --optimizer sgd|momentum|adam|adamw\n"
+            "  --loss auto|mse|cross-entropy|sum|graph  (cross-entropy: classes on axis 1, or the last axis of\n"
+            "                               [N, T, V] logits with [N, T] labels; labels -100 are ignored)\n"
+            "  --labels FILE  --save OUT.onnx  --momentum F  --nesterov\n"
+            "  --freeze PATTERN  --trainable PATTERN  glob patterns over initializer names (repeatable, or\n"
+            "                               comma-separated) overriding which are parameters (dtrexec params)\n"
             "  --weight-decay F  --adam-bias-correction pytorch|hf\n"
+            "  --grad-dir DIR  write each parameter's gradient of the last step as DIR/<name>.pb, listed in\n"
+            "                  DIR/index.json\n"
             "memory budget:\n"
             "  --budget SIZE|Rx  --heuristic dtr|dtr-eq|dtr-local|lru|size|msps|random  --dealloc eager|banish|ignore\n"
-            "  --cost flops|measured  --trace FILE.jsonl  --verify-remat (check every recomputation bit for bit)\n");
+            "  --cost flops|measured  --trace FILE.jsonl  --verify-remat (check every recomputation bit for bit)\n"
+            "exit status: 0 success, 1 bad input or usage, 2 budget infeasible or out of memory, 3 internal error,\n"
+            "  4 training diverged (a non-finite loss: the message names the step and the first non-finite call)\n");
 }
 
 static int parse_count(const char *opt, const char *text, long long min, long long *out)
@@ -158,8 +169,8 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
         static const char *const with_value[] = {
             "--input", "--dim", "--output-dir", "--stats", "--device", "--threads", "--repeat", "--seed",
             "--steps", "--lr", "--momentum", "--weight-decay", "--optimizer", "--loss", "--adam-bias-correction",
-            "--freeze", "--labels", "--save", "--budget", "--heuristic", "--dealloc", "--trace", "--cost", "--plan",
-            "-o", "--export",
+            "--freeze", "--trainable", "--labels", "--save", "--budget", "--heuristic", "--dealloc", "--trace", "--cost", "--plan",
+            "-o", "--export", "--grad-dir",
         };
         int known = 0;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
@@ -238,14 +249,19 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
             if ((a->topts.optimizer = parse_choice(arg, val, optimizer_names, 4)) < 0)
                 return -1;
         } else if (!strcmp(arg, "--loss")) {
-            if ((a->topts.loss = parse_choice(arg, val, loss_names, 4)) < 0)
+            if ((a->topts.loss = parse_choice(arg, val, loss_names, 5)) < 0)
                 return -1;
         } else if (!strcmp(arg, "--adam-bias-correction")) {
             static const char *const conv[] = { "pytorch", "hf" };
             if ((a->topts.hf_bias_correction = parse_choice(arg, val, conv, 2)) < 0)
                 return -1;
-        } else if (!strcmp(arg, "--freeze")) {
-            a->topts.freeze = val;
+        } else if (!strcmp(arg, "--freeze") || !strcmp(arg, "--trainable")) {
+            if (cli_patterns_add(arg[2] == 'f' ? &a->freeze : &a->trainable, val)) {
+                fprintf(stderr, "dtrexec: out of memory\n");
+                return -1;
+            }
+            a->topts.freeze = a->freeze;
+            a->topts.trainable = a->trainable;
         } else if (!strcmp(arg, "--labels")) {
             a->labels_path = val;
         } else if (!strcmp(arg, "--save")) {
@@ -269,6 +285,8 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
                 return -1;
         } else if (!strcmp(arg, "--plan")) {
             a->plan_path = val;
+        } else if (!strcmp(arg, "--grad-dir")) {
+            a->grad_dir = val;
         } else {
             fprintf(stderr, "dtrexec: unknown option '%s' (see dtrexec --help)\n", arg);
             return -1;
@@ -276,6 +294,10 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
     }
     if (!a->model) {
         run_usage(stderr);
+        return -1;
+    }
+    if (a->grad_dir && !a->train) {
+        fprintf(stderr, "dtrexec: --grad-dir needs --train\n");
         return -1;
     }
     a->topts.fresh_targets = a->fresh;
@@ -292,6 +314,9 @@ too_many:
 
 static void free_run_args(struct run_args *a)
 {
+    free(a->freeze);
+    free(a->trainable);
+    a->freeze = a->trainable = NULL;
     free(a->step_dims);
     a->step_dims = NULL;
     for (int i = 0; i < a->n_inputs; i++)
@@ -393,6 +418,15 @@ static int write_outputs(struct dtrx_session *s, const char *dir)
     return 0;
 }
 
+/* A JSON number; NaN and infinities, which JSON lacks, as null. */
+static void json_number(FILE *f, const char *sep, double v, int digits)
+{
+    if (isfinite(v))
+        fprintf(f, "%s%.*g", sep, digits, v);
+    else
+        fprintf(f, "%snull", sep);
+}
+
 static int write_stats(struct dtrx_session *s, const struct run_args *a)
 {
     FILE *f = fopen(a->stats_path, "w");
@@ -410,16 +444,20 @@ static int write_stats(struct dtrx_session *s, const struct run_args *a)
         fprintf(f, "  \"heuristic\": null,\n");
     fprintf(f, "  \"peak_bytes\": %zu,\n  \"budget_bytes\": %zu,\n  \"pinned_bytes\": %zu,\n",
             st.peak_bytes, st.budget_bytes, st.pinned_bytes);
-    fprintf(f, "  \"baseline_compute\": %.17g,\n  \"total_compute\": %.17g,\n  \"remat_compute\": %.17g,\n",
-            st.baseline_compute, st.total_compute, st.remat_compute);
-    fprintf(f, "  \"evictions\": %lld,\n  \"window_evictions\": %lld,\n  \"compactions\": %lld,\n"
-               "  \"compaction_bytes\": %.17g,\n  \"remats\": %lld,\n  \"view_remats\": %lld,\n  \"op_calls\": %lld,\n",
-            st.evictions, st.window_evictions, st.compactions, st.compaction_bytes, st.remats, st.view_remats,
-            st.op_calls);
-    fprintf(f, "  \"dtr_overhead_seconds\": %.9g,\n  \"compaction_seconds\": %.9g,\n  \"step_seconds\": [",
-            st.dtr_overhead_seconds, st.compaction_seconds);
+    json_number(f, "  \"baseline_compute\": ", st.baseline_compute, 17);
+    json_number(f, ",\n  \"total_compute\": ", st.total_compute, 17);
+    json_number(f, ",\n  \"remat_compute\": ", st.remat_compute, 17);
+    fprintf(f, ",\n");
+    fprintf(f, "  \"evictions\": %lld,\n  \"window_evictions\": %lld,\n  \"compactions\": %lld,\n",
+            st.evictions, st.window_evictions, st.compactions);
+    json_number(f, "  \"compaction_bytes\": ", st.compaction_bytes, 17);
+    fprintf(f, ",\n  \"remats\": %lld,\n  \"view_remats\": %lld,\n  \"op_calls\": %lld,\n",
+            st.remats, st.view_remats, st.op_calls);
+    json_number(f, "  \"dtr_overhead_seconds\": ", st.dtr_overhead_seconds, 9);
+    json_number(f, ",\n  \"compaction_seconds\": ", st.compaction_seconds, 9);
+    fprintf(f, ",\n  \"step_seconds\": [");
     for (int i = 0; i < st.runs; i++)
-        fprintf(f, "%s%.9g", i ? ", " : "", st.step_seconds[i]);
+        json_number(f, i ? ", " : "", st.step_seconds[i], 9);
     fprintf(f, "]");
     if (a->fresh && a->step_dims && a->n_dims) {
         fprintf(f, ",\n  \"step_dims\": [");
@@ -435,8 +473,15 @@ static int write_stats(struct dtrx_session *s, const struct run_args *a)
     if (a->train) {
         fprintf(f, ",\n  \"loss\": [");
         for (int i = 0; i < st.runs; i++)
-            fprintf(f, "%s%.9g", i ? ", " : "", st.losses[i]);
-        fprintf(f, "]");
+            json_number(f, i ? ", " : "", st.losses[i], 9);
+        /* The step that stopped the run is not recorded: its loss was not finite. */
+        if (a->nonfinite_step)
+            fprintf(f, "%snull", st.runs ? ", " : "");
+        fprintf(f, "],\n  \"nonfinite_step\": ");
+        if (a->nonfinite_step)
+            fprintf(f, "%d", a->nonfinite_step);
+        else
+            fprintf(f, "null");
     }
     fprintf(f, "\n}\n");
     if (fclose(f)) {
@@ -461,9 +506,157 @@ static enum dtrx_status load_labels(struct dtrx_session *s, const char *path)
     return st;
 }
 
+/* A reason without its " (detail)". */
+static size_t reason_key(const char *reason)
+{
+    size_t n = strcspn(reason, "(");
+    while (n && reason[n - 1] == ' ')
+        n--;
+    return n;
+}
+
+/* What trains, on stderr: the warnings of dtrx_session_params, and unless
+ * --quiet the counts and the rule's reasons for what it froze. */
+static void report_params(struct dtrx_session *s, const struct run_args *a)
+{
+    const struct dtrx_param_info *p;
+    int n;
+    if (dtrx_session_params(s, &a->topts, &p, &n))
+        return;
+    cli_patterns_warn_unmatched("--freeze", a->freeze, p, n);
+    cli_patterns_warn_unmatched("--trainable", a->trainable, p, n);
+    int trained = 0, by_rule = 0, by_option = 0;
+    long long elements = 0;
+    const char *reasons[8];
+    int counts[8], n_reasons = 0, other = 0;
+    for (int i = 0; i < n; i++) {
+        if (p[i].warning)
+            fprintf(stderr, "dtrexec: warning: %s\n", p[i].warning);
+        if (p[i].trainable) {
+            trained++;
+            elements += p[i].numel;
+            continue;
+        }
+        if (!strcmp(p[i].reason, "--freeze")) {
+            by_option++;
+            continue;
+        }
+        by_rule++;
+        /* Reasons grouped by their words before any '(' detail. */
+        size_t key = reason_key(p[i].reason);
+        int r = 0;
+        while (r < n_reasons && (reason_key(reasons[r]) != key || strncmp(reasons[r], p[i].reason, key)))
+            r++;
+        if (r == n_reasons && n_reasons < 8) {
+            reasons[n_reasons] = p[i].reason;
+            counts[n_reasons++] = 0;
+        }
+        if (r < n_reasons)
+            counts[r]++;
+        else
+            other++;
+    }
+    if (a->quiet)
+        return;   /* the warnings above are printed all the same */
+    fprintf(stderr, "training %d tensors (%lld elements); %d initializers frozen by rule", trained, elements, by_rule);
+    for (int r = 0; r < n_reasons; r++)
+        fprintf(stderr, "%s%.*s: %d", r ? ", " : " (", (int)reason_key(reasons[r]), reasons[r], counts[r]);
+    if (other)
+        fprintf(stderr, ", other: %d", other);
+    fprintf(stderr, "%s", n_reasons ? ")" : "");
+    if (by_option)
+        fprintf(stderr, ", %d by --freeze", by_option);
+    fprintf(stderr, "; `dtrexec params %s` lists them\n", a->model);
+}
+
+static void json_string(FILE *f, const char *text)
+{
+    fputc('"', f);
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++)
+        if (*c == '"' || *c == '\\')
+            fprintf(f, "\\%c", *c);
+        else if (*c < 0x20)
+            fprintf(f, "\\u%04x", *c);
+        else
+            fputc(*c, f);
+    fputc('"', f);
+}
+
+/* --grad-dir: each initializer with a gradient after the last step, as
+ * DIR/<name>.pb, and DIR/index.json mapping the names to the files. A name
+ * is kept where it is safe as a file name ([A-Za-z0-9._-], not starting with
+ * a dot); otherwise its other characters become '_' and "-<k>" (its
+ * initializer index) keeps it apart from names that map alike. */
+static enum dtrx_status write_grads(struct dtrx_session *s, const struct run_args *a)
+{
+    char err[1024];
+    struct onnx_model *m = NULL;
+    if (onnx_model_load(a->model, &m, err, sizeof err)) {
+        fprintf(stderr, "dtrexec: %s\n", err);
+        return DTRX_ERR_INPUT;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/index.json", a->grad_dir);
+    FILE *idx = NULL;
+    if ((mkdir(a->grad_dir, 0777) && errno != EEXIST) || !(idx = fopen(path, "w"))) {
+        fprintf(stderr, "dtrexec: --grad-dir: cannot write '%s': %s\n", path, strerror(errno));
+        onnx_model_free(m);
+        return DTRX_ERR_INPUT;
+    }
+    struct dtrx_stats stats;
+    dtrx_session_stats(s, &stats);
+    fprintf(idx, "{\"step\": %d, \"gradients\": [", stats.runs);
+    enum dtrx_status st = DTRX_OK;
+    int n = 0;
+    const struct onnx_graph *g = m->graph;
+    for (int i = 0; i < g->n_initializers && !st; i++) {
+        const char *name = g->initializers[i].name;
+        struct dtrx_tensor grad;
+        if (dtrx_session_get_grad(s, name, &grad))
+            continue;   /* not trained, or no gradient reaches it */
+        char file[512];
+        int changed = !name[0] || name[0] == '.';
+        size_t k = 0;
+        for (; name[k] && k < sizeof file - 32; k++) {
+            char c = name[k];
+            int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                     c == '_' || c == '-';
+            file[k] = ok && !(k == 0 && c == '.') ? c : '_';
+            changed |= file[k] != c;
+        }
+        changed |= name[k] != 0;
+        if (changed)
+            k += (size_t)snprintf(file + k, sizeof file - k, "%s-%d", k ? "" : "_", i);
+        snprintf(file + k, sizeof file - k, ".pb");
+        struct onnx_tensor t = { .name = (char *)name, .dtype = grad.dtype, .rank = grad.rank, .data = grad.data,
+                                 .size_bytes = (size_t)dtrx_tensor_numel(&grad) * dtrx_dtype_size(grad.dtype) };
+        memcpy(t.dims, grad.dims, sizeof t.dims);
+        snprintf(path, sizeof path, "%s/%s", a->grad_dir, file);
+        if (onnx_tensor_save(&t, path, err, sizeof err)) {
+            fprintf(stderr, "dtrexec: %s\n", err);
+            st = DTRX_ERR_INPUT;
+            break;
+        }
+        fprintf(idx, "%s\n  {\"name\": ", n++ ? "," : "");
+        json_string(idx, name);
+        fprintf(idx, ", \"file\": ");
+        json_string(idx, file);
+        fprintf(idx, "}");
+    }
+    fprintf(idx, "%s]}\n", n ? "\n" : "");
+    if (fclose(idx) && !st) {
+        fprintf(stderr, "dtrexec: --grad-dir: cannot write '%s/index.json'\n", a->grad_dir);
+        st = DTRX_ERR_INPUT;
+    }
+    onnx_model_free(m);
+    return st;
+}
+
 static enum dtrx_status train(struct dtrx_session *s, struct run_args *a)
 {
     enum dtrx_status st = dtrx_session_train_begin(s, &a->topts);
+    if (!st && !a->export_path)
+        report_params(s, a);
     if (!st && a->labels_path)
         st = load_labels(s, a->labels_path);
     if (!st && a->export_path) {
@@ -478,8 +671,12 @@ static enum dtrx_status train(struct dtrx_session *s, struct run_args *a)
         if (a->fresh && (st = step_inputs(s, a, k)))
             return st;
         st = dtrx_session_train_step(s, &loss);
+        if (st == DTRX_ERR_NONFINITE)
+            a->nonfinite_step = k + 1;
         if (st)
             break;
+        if (!k && !a->quiet)
+            fprintf(stderr, "loss: %s\n", dtrx_session_loss_description(s));
         struct dtrx_stats stats;
         dtrx_session_stats(s, &stats);
         double sec = stats.step_seconds[stats.runs - 1];
@@ -494,6 +691,8 @@ static enum dtrx_status train(struct dtrx_session *s, struct run_args *a)
         fprintf(stderr, "dtrexec: %s\n", dtrx_last_error());
         return st;
     }
+    if (a->grad_dir && (st = write_grads(s, a)))
+        return st;
     if (a->save_path && (st = dtrx_session_save(s, a->save_path)))
         fprintf(stderr, "dtrexec: %s\n", dtrx_last_error());
     return st;
@@ -696,8 +895,9 @@ int cmd_run(int argc, char **argv)
     }
     if (!st && a.output_dir && write_outputs(s, a.output_dir))
         st = DTRX_ERR_INPUT;
-    if (!st && a.stats_path && write_stats(s, &a))
-        st = DTRX_ERR_INPUT;
+    /* A diverged run's statistics say so (nonfinite_step), so they are kept. */
+    if ((!st || st == DTRX_ERR_NONFINITE) && a.stats_path && write_stats(s, &a))
+        st = st ? st : DTRX_ERR_INPUT;
     if (!st && !a.quiet) {
         struct dtrx_stats stats;
         dtrx_session_stats(s, &stats);

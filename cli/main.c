@@ -15,6 +15,7 @@ static const struct subcommand subcommands[] = {
     { "check", cmd_check, "run ONNX test-data folders (model.onnx + test_data_set_*)" },
     { "ops", cmd_ops, "list the operators and opset versions implemented" },
     { "export", cmd_export, "write a model's training step as a static graph (Checkmate layout)" },
+    { "params", cmd_params, "list the initializers: which train with --train, and why" },
     { "gradcheck", cmd_gradcheck, "compare the generated gradients with finite differences" },
     { "sim", cmd_sim, "replay an op log or graph under DTR with a simulated clock" },
     { "bench", cmd_bench, "budget sweeps of op logs or graphs in the simulator (CSV, SVG)" },

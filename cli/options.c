@@ -1,10 +1,13 @@
 /* cli/options.c — parsing helpers shared by the subcommands. */
 #include <ctype.h>
+#include <fnmatch.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "cli/cli.h"
+#include "runtime/dtrexec.h"
 
 static const struct {
     const char *suffix;
@@ -38,4 +41,32 @@ int cli_parse_size(const char *text, double *bytes, double *ratio)
             return *bytes >= 1 ? 0 : -1;
         }
     return -1;
+}
+
+int cli_patterns_add(char **list, const char *pattern)
+{
+    size_t old = *list ? strlen(*list) : 0;
+    char *grown = realloc(*list, old + strlen(pattern) + 2);
+    if (!grown)
+        return -1;
+    if (old)
+        grown[old++] = ',';
+    strcpy(grown + old, pattern);
+    *list = grown;
+    return 0;
+}
+
+void cli_patterns_warn_unmatched(const char *option, const char *patterns, const struct dtrx_param_info *p, int n)
+{
+    for (const char *at = patterns; at && *at;) {
+        size_t len = strcspn(at, ",");
+        char pattern[512];
+        snprintf(pattern, sizeof pattern, "%.*s", (int)len, at);
+        int hit = 0;
+        for (int i = 0; i < n && !hit; i++)
+            hit = !fnmatch(pattern, p[i].name, 0);
+        if (!hit && pattern[0])
+            fprintf(stderr, "dtrexec: warning: %s '%s' matches no initializer\n", option, pattern);
+        at += len + (at[len] == ',');
+    }
 }

@@ -470,6 +470,13 @@ static int frame_push(struct dtr *d, uint32_t t, int remat)
 
 enum { PH_ENTER, PH_PARENTS, PH_AFTER_CHILD };
 
+/* An op's input ids; NULL for an op without inputs (op_inputs itself may
+ * still be NULL then, and NULL + 0 is undefined). */
+static inline const uint32_t *op_ins(const struct dtr *d, const struct op_rec *op)
+{
+    return op->n_in ? d->op_inputs + op->in_begin : NULL;
+}
+
 /* Makes tensor t resident by running its call, first making each missing
  * input resident the same way. Recursive in meaning; the recursion lives in
  * d->frames so that a 100,000-call chain cannot overflow the C stack. */
@@ -481,7 +488,7 @@ static enum dtr_status materialize(struct dtr *d, uint32_t t0, int remat0)
     while (d->n_frames > base) {
         struct frame *f = &d->frames[d->n_frames - 1];
         const struct op_rec *op = &d->ops[d->tensors[f->t].op];
-        const uint32_t *in = d->op_inputs + op->in_begin;
+        const uint32_t *in = op_ins(d, op);
         if (f->phase == PH_ENTER) {
             for (uint32_t k = 0; k < op->n_in; k++)
                 d->storages[d->tensors[in[k]].storage].last_access = d->clock;
@@ -530,7 +537,7 @@ static enum dtr_status materialize(struct dtr *d, uint32_t t0, int remat0)
         if (st)
             return st;
         op = &d->ops[d->tensors[t].op];
-        in = d->op_inputs + op->in_begin;
+        in = op_ins(d, op);
         for (uint32_t k = 0; k < op->n_in; k++)
             unlock(d, d->tensors[in[k]].storage);
         if (d->cfg.dealloc == DTR_DEALLOC_BANISH)

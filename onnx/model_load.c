@@ -17,9 +17,9 @@
 #include "onnx/onnx-impl.h"
 
 #define ONNX_IR_MIN 3
-#define ONNX_IR_MAX 13
-#define ONNX_OPSET_MIN 7
-#define ONNX_OPSET_MAX 25
+#define ONNX_IR_MAX 14
+#define ONNX_OPSET_MIN 1
+#define ONNX_OPSET_MAX 28
 
 /* ---- string -> int hash map (keys are borrowed, not copied) ------------- */
 

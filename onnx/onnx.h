@@ -165,7 +165,7 @@ struct onnx_model {
 
 /* Loading; the returned objects are owned by the caller and freed with the
  * matching _free. Subgraph attributes are loaded recursively (If/Loop/Scan).
- * Accepts IR versions 3..13 and ai.onnx opsets 7..25; every node's domain must
+ * Accepts IR versions 3..14 and ai.onnx opsets 1..28 (an operator resolves only to a version dtrexec implements); every node's domain must
  * be imported. Nodes come out topologically sorted (an If/Loop/Scan node
  * after the producers of the outer values its bodies read); unnamed nodes
  * are named "<op_type>_<index in the file>". External data is resolved
@@ -178,6 +178,25 @@ void onnx_model_free(struct onnx_model *m);
 
 /* Writes `m` as a ModelProto, initializers embedded as raw_data. */
 int onnx_model_save(const struct onnx_model *m, const char *path, char *err, size_t err_size);
+
+/* float16/bfloat16 models computed in float32 (onnx/half.c): every half
+ * value of the model and its subgraphs becomes float (initializers and
+ * tensor attributes converted; element types of inputs, outputs and
+ * value_info, Cast's `to` and generators' `dtype` set to FLOAT). *out is
+ * the record of what changed, NULL when nothing did. */
+struct onnx_widening;
+int onnx_model_widen_half(struct onnx_model *m, struct onnx_widening **out, char *err, size_t err_size);
+int onnx_widening_count(const struct onnx_widening *w);
+void onnx_widening_free(struct onnx_widening *w);
+/* Saves `m` in its own types: the widened tensors rounded to their half
+ * type (nearest even), the element types as in the file. `m` in memory is
+ * left widened. w NULL: onnx_model_save. */
+int onnx_model_save_narrowed(struct onnx_model *m, const struct onnx_widening *w, const char *path, char *err,
+                             size_t err_size);
+/* One float16 (dtype FLOAT16) or bfloat16 (BFLOAT16) value to float, and
+ * back with rounding to nearest even (overflow to infinity, NaN kept). */
+float onnx_half_to_float(uint16_t h, int dtype);
+uint16_t onnx_float_to_half(float f, int dtype);
 
 /* Opset of `domain` ("" or "ai.onnx" for the default domain); 0 if not imported. */
 int64_t onnx_model_opset(const struct onnx_model *m, const char *domain);

@@ -1,4 +1,4 @@
-/* ops/cast.c — Cast (opsets 6, 9, 13, 19, 21, 23, 24, 25) and CastLike (15,
+/* ops/cast.c — Cast (opsets 6, 9, 13, 19, 21, 23, 24, 25, 28) and CastLike (15,
  * 19, 21, 23, 24, 25) between float, double, float16, bfloat16, int8..uint64
  * and bool. Floating to integer saturates (NaN gives 0) where C would be
  * undefined; integer to integer wraps like numpy's astype; to bool is
@@ -140,7 +140,7 @@ static int cast_grad(struct grad_ctx *g)
 }
 
 const struct op_def op_cast = {
-    .domain = "", .name = "Cast", .since = { 6, 9, 13, 19, 21, 23, 24, 25 },
+    .domain = "", .name = "Cast", .since = { 6, 9, 13, 19, 21, 23, 24, 25, 28 },
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .parse = cast_parse, .infer = cast_infer, .cost = cost_memory,
     .kernel = { [BACKEND_CPU] = cast_run },

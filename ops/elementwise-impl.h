@@ -105,6 +105,14 @@
     X(a, FLOAT) X(a, DOUBLE) X(a, INT8) X(a, INT16) X(a, INT32) X(a, INT64) X(a, UINT8) \
     X(a, UINT16) X(a, UINT32) X(a, UINT64) X(a, BOOL) X(a, FLOAT16) X(a, BFLOAT16)
 
+/* float, double, float16 and bfloat16; the two 16-bit types are computed in
+ * float (EW_C_), loaded and stored with EW_LD_ / EW_ST_. */
+#define EW_REAL_TYPES(X, a) EW_FLOAT_TYPES(X, a) X(a, FLOAT16) X(a, BFLOAT16)
+#define EW_C_FLOAT float
+#define EW_C_DOUBLE double
+#define EW_C_FLOAT16 float
+#define EW_C_BFLOAT16 float
+
 /* Table entry for a function named <op>_<DTYPE>. */
 #define EW_ENTRY(op, D) [ONNX_DTYPE_##D] = op##_##D,
 
@@ -443,6 +451,26 @@ double ew_sum_f64(const double *x, int64_t n);
 /* Parse-time error message into err (the caller prefixes the node); -1. */
 int ew_parse_error(char *err, size_t err_size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* One-input ops and their (dy, z) gradient kernels (ops/unary_math.c,
+ * activation.c): the output has input 0's shape and `out_dtype` (0: input
+ * 0's dtype) when `table` has input 0's dtype. ew_ugrad_infer also checks
+ * that dy (input 0) and z (input 1) agree in dtype and shape. */
+int ew_unary_infer(struct op_call *c, const ew_inner_fn *table, const char *supported,
+                   int out_dtype);
+int ew_ugrad_infer(struct op_call *c, const ew_inner_fn *table, const char *supported);
+/* out[0] = table[dtype of input 0](in[0..n_in)) through the walker. */
+int ew_table_run(struct op_call *c, const ew_inner_fn *table, const char *supported, int n_in,
+                 const void *ctx);
+/* Emits kernel(dy, z) with the attributes and adds the result to input 0's
+ * gradient (nothing when there is no dy or input 0 needs no gradient). */
+int ew_ugrad_emit(struct grad_ctx *g, const char *kernel, const struct onnx_attr *attrs,
+                  int n_attrs, int z);
+
+/* And, Or, Xor (ops/logical.c): input 1 as the kernel sees it, reshaped to
+ * input 0's rank under opset 1's legacy broadcasting; 0, or -1 with
+ * op_error. */
+int ew_logical_b_view(const struct op_call *c, struct tensor *bv);
 
 /* Allocates a zeroed params struct of `size` bytes into *params. */
 void *ew_params_new(size_t size, void **params, char *err, size_t err_size);

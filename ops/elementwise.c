@@ -175,3 +175,53 @@ void *ew_params_new(size_t size, void **params, char *err, size_t err_size)
     *params = p;
     return p;
 }
+
+int ew_unary_infer(struct op_call *c, const ew_inner_fn *table, const char *supported,
+                   int out_dtype)
+{
+    const struct tensor *x = c->in[0];
+    if (!EW_LOOKUP(table, x->dtype))
+        return ew_dtype_error(c, "input 0", x->dtype, supported);
+    struct tensor *y = c->out[0];
+    y->dtype = out_dtype ? out_dtype : x->dtype;
+    y->rank = x->rank;
+    memcpy(y->dims, x->dims, sizeof y->dims);
+    return 0;
+}
+
+int ew_ugrad_infer(struct op_call *c, const ew_inner_fn *table, const char *supported)
+{
+    const struct tensor *dy = c->in[0], *z = c->in[1];
+    if (z->dtype != dy->dtype)
+        return op_error(c, "input 1 has dtype %s but dy has %s; they must match",
+                        onnx_dtype_name(z->dtype), onnx_dtype_name(dy->dtype));
+    if (!tensor_same_shape(dy, z)) {
+        char a[128], b[128];
+        return op_error(c, "dy %s and input 1 %s must have the same shape",
+                        tensor_describe(dy, a, sizeof a), tensor_describe(z, b, sizeof b));
+    }
+    return ew_unary_infer(c, table, supported, 0);
+}
+
+int ew_table_run(struct op_call *c, const ew_inner_fn *table, const char *supported, int n_in,
+                 const void *ctx)
+{
+    ew_inner_fn fn = EW_LOOKUP(table, c->in[0]->dtype);
+    if (!fn)
+        return ew_dtype_error(c, "input 0", c->in[0]->dtype, supported);
+    if (tensor_numel(c->out[0]) == 0)
+        return 0;
+    ew_apply(c->out[0], c->in, n_in, fn, ctx);
+    return 0;
+}
+
+int ew_ugrad_emit(struct grad_ctx *g, const char *kernel, const struct onnx_attr *attrs,
+                  int n_attrs, int z)
+{
+    if (g->dy[0] < 0 || !g->need_dx[0])
+        return 0;
+    int dx, in[2] = { g->dy[0], z };
+    if (g->emit(g, kernel, attrs, n_attrs, 2, in, 1, &dx))
+        return -1;
+    return g->add_dx(g, 0, dx);
+}

@@ -95,8 +95,9 @@ static int ln_parse(const struct onnx_node *node, int version, void **params,
     return 0;
 }
 
-/* The normalised shape X.shape[axis:] as a tensor (dims only). */
-static int ln_split(const struct op_call *c, int *axis, int64_t *rows, int64_t *cols,
+/* The normalised shape X.shape[axis:] as a tensor (dims only); also RMSNormalization's
+ * (rms_norm.c), whose params begin as struct layer_norm_params. */
+int nn_norm_split(const struct op_call *c, int *axis, int64_t *rows, int64_t *cols,
                     struct tensor *norm)
 {
     const struct layer_norm_params *p = c->params;
@@ -118,7 +119,7 @@ static int ln_split(const struct op_call *c, int *axis, int64_t *rows, int64_t *
     return 0;
 }
 
-static int ln_check_param(const struct op_call *c, const struct tensor *t, const char *what,
+int nn_norm_check_param(const struct op_call *c, const struct tensor *t, const char *what,
                           const struct tensor *norm)
 {
     char d1[128], d2[128];
@@ -145,8 +146,8 @@ static int ln_infer(struct op_call *c)
     int axis;
     int64_t rows, cols;
     struct tensor norm = { .dtype = ONNX_DTYPE_FLOAT };
-    if (ln_split(c, &axis, &rows, &cols, &norm) || ln_check_param(c, c->in[1], "Scale", &norm)
-        || (c->n_in > 2 && c->in[2] && ln_check_param(c, c->in[2], "B", &norm)))
+    if (nn_norm_split(c, &axis, &rows, &cols, &norm) || nn_norm_check_param(c, c->in[1], "Scale", &norm)
+        || (c->n_in > 2 && c->in[2] && nn_norm_check_param(c, c->in[2], "B", &norm)))
         return -1;
     for (int o = 0; o < c->n_out; o++) {
         struct tensor *y = c->out[o];
@@ -169,7 +170,7 @@ static struct op_cost ln_cost(const struct op_call *c)
 
 /* Scale or B as `cols` contiguous values: the tensor itself when it already
  * is, else broadcast into dst. */
-static const float *ln_expand(const struct tensor *t, const struct tensor *norm, int64_t cols,
+const float *nn_norm_expand(const struct tensor *t, const struct tensor *norm, int64_t cols,
                               float *dst)
 {
     if (tensor_numel(t) == cols)
@@ -258,7 +259,7 @@ static int ln_cpu(struct op_call *c)
     int axis;
     int64_t rows, cols;
     struct tensor norm = { .dtype = ONNX_DTYPE_FLOAT };
-    if (ln_split(c, &axis, &rows, &cols, &norm))
+    if (nn_norm_split(c, &axis, &rows, &cols, &norm))
         return -1;
     const struct tensor *st = c->in[1], *bt = c->n_in > 2 ? c->in[2] : NULL;
     float *tmp = NULL;
@@ -267,8 +268,8 @@ static int ln_cpu(struct op_call *c)
         if (!tmp)
             return op_error(c, "cannot get scratch to broadcast Scale/B");
     }
-    const float *scale = ln_expand(st, &norm, cols, tmp);
-    const float *bias = bt ? ln_expand(bt, &norm, cols, tmp ? tmp + cols : NULL) : NULL;
+    const float *scale = nn_norm_expand(st, &norm, cols, tmp);
+    const float *bias = bt ? nn_norm_expand(bt, &norm, cols, tmp ? tmp + cols : NULL) : NULL;
     float *mean = c->n_out > 1 && c->out[1] ? c->out[1]->data : NULL;
     float *inv_std = c->n_out > 2 && c->out[2] ? c->out[2]->data : NULL;
     int rc = rows * cols == 0 ? -1 : ln_dnnl(c, rows, cols, scale, bias, p->epsilon, c->out[0]->data, mean, inv_std);
@@ -324,7 +325,7 @@ static int ln_grad_infer(struct op_call *c)
     int axis;
     int64_t rows, cols;
     struct tensor norm = { .dtype = ONNX_DTYPE_FLOAT };
-    if (ln_split(&fwd, &axis, &rows, &cols, &norm) || ln_check_param(c, c->in[2], "Scale", &norm))
+    if (nn_norm_split(&fwd, &axis, &rows, &cols, &norm) || nn_norm_check_param(c, c->in[2], "Scale", &norm))
         return -1;
     *c->out[0] = *x;
     c->out[0]->data = NULL;
@@ -351,14 +352,14 @@ static int ln_grad_cpu(struct op_call *c)
     int axis;
     int64_t rows, cols;
     struct tensor norm = { .dtype = ONNX_DTYPE_FLOAT };
-    if (ln_split(&fwd, &axis, &rows, &cols, &norm))
+    if (nn_norm_split(&fwd, &axis, &rows, &cols, &norm))
         return op_error(c, "axis %lld is out of range for rank %d", (long long)p->axis, x->rank);
     size_t need = sizeof(float) * (size_t)(2 * rows + (tensor_numel(st) != cols ? cols : 0));
     float *tmp = nn_scratch_alloc(c, need);
     if (!tmp)
         return op_error(c, "cannot get %zu bytes of scratch", need);
     float *mean = tmp, *inv = tmp + rows;
-    const float *scale = ln_expand(st, &norm, cols, tmp + 2 * rows);
+    const float *scale = nn_norm_expand(st, &norm, cols, tmp + 2 * rows);
     const float *xd = x->data, *dy = c->in[0]->data;
     float *dx = c->out[0]->data;
     float *dscale = c->out[1] ? c->out[1]->data : NULL, *dbias = c->out[2] ? c->out[2]->data : NULL;

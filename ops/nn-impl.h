@@ -274,6 +274,60 @@ void nn_batchnorm_training(int64_t n, int64_t ch, int64_t spatial, const float *
 void nn_layernorm_forward(int64_t rows, int64_t cols, const float *x, const float *scale,
                           const float *bias, float eps, float *y, float *mean,
                           float *inv_std);
+/* Shared by layer_norm.c and rms_norm.c (whose params start as struct
+ * layer_norm_params): rows = prod X.shape[:axis], cols = prod X.shape[axis:],
+ * norm gets the dims X.shape[axis:]; the check that Scale/B (float32)
+ * broadcast to it; and Scale/B as `cols` contiguous floats (t itself, or
+ * broadcast into dst). */
+int nn_norm_split(const struct op_call *c, int *axis, int64_t *rows, int64_t *cols,
+                  struct tensor *norm);
+int nn_norm_check_param(const struct op_call *c, const struct tensor *t, const char *what,
+                        const struct tensor *norm);
+const float *nn_norm_expand(const struct tensor *t, const struct tensor *norm, int64_t cols,
+                            float *dst);
+
+/* ---- Attention, RotaryEmbedding, GroupNormalization (attention.c, rotary.c,
+ * group_norm.c): the geometry their CPU and CUDA kernels share ------------ */
+
+/* The geometry of one call. Strides are in elements, per batch (b), head
+ * (h) and sequence position (s) of every operand; rows of one head are
+ * contiguous (the head size runs last in both layouts). */
+struct nn_att_layout {
+    int64_t sb, sh, ss;
+};
+
+struct nn_att_geom {
+    int64_t b, hq, hkv, sq, skv, past, t, d, dv;
+    int rank3;
+    struct nn_att_layout q, k, v, pk, pv, y, prk, prv;
+    /* the mask: its strides against [B, Hq, Sq] (0 where broadcast) and its
+     * length along the keys; mask_len 0: no mask */
+    int mask_bool;
+    int64_t mask_len, m_sb, m_sh, m_ss;
+    float scale;
+};
+
+/* Resolves and checks the geometry of an Attention call (first = 0) or an
+ * AttentionGrad call (first = 1: input 0 is dY); -1 with a message. */
+int nn_attention_geom(const struct op_call *c, int first, struct nn_att_geom *g);
+
+/* RotaryEmbedding: every head of every token is `d` values at
+ * x + b * sb + s * ss + h * sh, of which the first `rd` rotate in rd / 2
+ * pairs. */
+struct nn_rope_dims {
+    int64_t b, s, h, d, rd;
+    int64_t sb, ss, sh;
+};
+int nn_rope_dims(const struct op_call *c, struct nn_rope_dims *g);
+
+/* GroupNormalization / InstanceNormalization / GroupNormGrad over X
+ * [n, ch, spatial...] (Scale and B checked when not NULL). */
+struct nn_gn_dims {
+    int64_t n, ch, groups, spatial;
+    int per_group;                     /* Scale/B of shape [groups], else [ch] */
+};
+int nn_group_norm_dims(const struct op_call *c, const struct tensor *x, const struct tensor *s,
+                       const struct tensor *b, struct nn_gn_dims *d);
 
 /* ---- small GEMM wrappers (gemm.c) --------------------------------------- */
 

@@ -8,6 +8,16 @@
 
 #include "ops/nn-impl.h"
 
+/* ops/activation.c: HardSigmoid (alpha, beta), Elu, Celu, Swish (alpha),
+ * Selu (alpha, gamma) and their gradient kernels; unused fields are 0. */
+struct act_params {
+    float alpha, beta, gamma;
+};
+
+struct prelu_grad_params {
+    int wrt;                       /* 0: X, 1: the slope */
+};
+
 /* ops/batch_norm.c */
 struct batch_norm_params {
     float epsilon, momentum;
@@ -179,11 +189,48 @@ struct layer_norm_params {
     float epsilon;
 };
 
+/* ops/group_norm.c: GroupNormalization, InstanceNormalization (num_groups 0:
+ * one group per channel) and GroupNormGrad */
+struct group_norm_params {
+    int64_t num_groups;
+    float epsilon;
+    int scale_per_group;               /* GroupNormalization-18: Scale/B of shape [G] */
+};
+
+/* ops/rotary.c */
+struct rotary_params {
+    int interleaved;
+    int64_t rotary_dim;                /* 0: the head size */
+    int64_t num_heads;                 /* 0: absent (4-D input) */
+};
+
+/* ops/attention.c: Attention and AttentionGrad */
+struct attention_params {
+    float scale;                       /* 0: 1 / sqrt(head size) */
+    float softcap;                     /* 0: none */
+    int is_causal;
+    int64_t q_num_heads, kv_num_heads; /* 0: absent (4-D inputs) */
+    int qk_mode;                       /* qk_matmul_output_mode 0..3 */
+    int64_t left_window, right_window; /* -1: unbounded (Attention-25) */
+};
+
 /* ops/optimizer.c */
 struct optimizer_params {
     float lr, momentum, beta1, beta2, epsilon, weight_decay;
     int nesterov, decoupled, hf_bias_correction;
     int64_t step;
+};
+
+/* ops/logical.c: And, Or, Xor opset 1 (legacy broadcasting of B into A) */
+struct logical_params {
+    int broadcast;
+    int has_axis;
+    int64_t axis;
+};
+
+/* ops/mod.c: Mod and ModGrad */
+struct mod_params {
+    int fmod;                      /* 1: truncated (C fmod, %), 0: floored (Python %) */
 };
 
 /* ops/pad.c */
@@ -245,6 +292,15 @@ struct resize_params {
     int nearest;                   /* enum resize_nearest */
     int n_axes;                    /* -1: all axes */
     int64_t axes[TENSOR_MAX_RANK];
+    /* The separable path of ops/resize_general.c: cubic, antialias,
+     * tf_crop_and_resize and exclude_outside (general = 1); the 2-tap
+     * kernels of resize.c take the rest. */
+    int general;
+    int cubic;                     /* mode cubic */
+    double cubic_a;                /* cubic_coeff_a */
+    int antialias, exclude_outside;
+    float extrapolation;           /* tf_crop_and_resize outside the roi */
+    int policy;                    /* keep_aspect_ratio_policy: 0 stretch, 1 not_larger, 2 not_smaller */
 };
 
 struct resize_grad_params {
@@ -283,6 +339,11 @@ struct transpose_params {
     int64_t perm[TENSOR_MAX_RANK];
 };
 
+/* ops/unary_math.c */
+struct isinf_params {
+    int detect[2];                 /* detect_negative, detect_positive */
+};
+
 /* ops/unary.c */
 struct leaky_relu_params {
     float alpha;
@@ -295,6 +356,81 @@ struct gelu_params {
 struct clip_params {
     int from_inputs;               /* opset >= 11: bounds are inputs 1 and 2 */
     float min, max;                /* opset < 11: the attributes */
+};
+
+/* ops/along_axis.c */
+enum along_axis_kind {
+    ALONG_HARDMAX, ALONG_LPNORM, ALONG_LPNORM_GRAD, ALONG_CUMPROD, ALONG_CUMPROD_GRAD,
+};
+
+struct along_axis_params {
+    int kind;                      /* enum along_axis_kind */
+    int64_t axis;                  /* Hardmax, LpNormalization (CumProd: input 1) */
+    int coerce_2d;                 /* Hardmax < 13 */
+    int p;                         /* LpNormalization: 1 or 2 */
+    int exclusive, reverse;        /* CumProd */
+};
+
+
+/* ops/bitwise.c */
+struct bitshift_params {
+    int right;                     /* direction="RIGHT" */
+};
+
+/* ops/depth_space.c */
+struct depth_space_params {
+    int64_t blocksize;
+    int crd;                       /* mode="CRD" (else DCR) */
+    int to_space;                  /* 1: DepthToSpace, 0: SpaceToDepth */
+};
+
+/* ops/eye_nonzero.c */
+struct eye_like_params {
+    int dtype;                     /* 0: the input's */
+    int64_t k;                     /* the diagonal: > 0 above the main one */
+};
+
+/* ops/local_norm.c */
+struct lrn_params {
+    int64_t size;
+    float alpha, beta, bias;
+};
+
+struct mvn_params {
+    int n_axes;
+    int64_t axes[TENSOR_MAX_RANK];
+};
+
+/* ops/select_axis.c */
+struct compress_params {
+    int has_axis;                  /* 0: the input is flattened */
+    int64_t axis;
+};
+
+struct reverse_sequence_params {
+    int batch_axis;                /* 0 or 1; time_axis is the other */
+};
+
+/* ops/upsample.c */
+struct upsample_params {
+    void *resize;                  /* Resize-10's struct resize_params */
+    int scales_from_input;         /* opset 9 and 10 */
+    int n_scales;                  /* else the attribute(s) */
+    float scales[TENSOR_MAX_RANK];
+};
+
+/* ops/unary_trig.c: the trigonometric and hyperbolic functions, Softsign,
+ * ThresholdedRelu, Shrink, and their one gradient kernel UnaryMathGrad. */
+enum unary_math_fn {
+    UMATH_TAN, UMATH_ASIN, UMATH_ACOS, UMATH_ATAN, UMATH_SINH, UMATH_COSH, UMATH_ASINH,
+    UMATH_ACOSH, UMATH_ATANH, UMATH_SOFTSIGN, UMATH_THRESHOLDED_RELU, UMATH_SHRINK,
+    UMATH_COUNT
+};
+
+struct unary_math_params {
+    int fn;                        /* enum unary_math_fn */
+    float alpha;                   /* ThresholdedRelu */
+    float lambd, bias;             /* Shrink */
 };
 
 #endif

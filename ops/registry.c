@@ -29,6 +29,27 @@
     X(op_erf) \
     X(op_clip) \
     X(op_not) \
+    X(op_sin) \
+    X(op_cos) \
+    X(op_sign) \
+    X(op_floor) \
+    X(op_ceil) \
+    X(op_round) \
+    X(op_isnan) \
+    X(op_isinf) \
+    X(op_hardsigmoid) \
+    X(op_hardswish) \
+    X(op_softplus) \
+    X(op_elu) \
+    X(op_selu) \
+    X(op_celu) \
+    X(op_mish) \
+    X(op_swish) \
+    X(op_prelu) \
+    X(op_mod) \
+    X(op_and) \
+    X(op_or) \
+    X(op_xor) \
     X(op_equal) \
     X(op_less) \
     X(op_greater) \
@@ -49,6 +70,54 @@
     X(op_reduce_sum_square) \
     X(op_reduce_log_sum) \
     X(op_reduce_log_sum_exp) \
+    /* one-input math of ops/unary_trig.c */ \
+    X(op_tan) \
+    X(op_asin) \
+    X(op_acos) \
+    X(op_atan) \
+    X(op_sinh) \
+    X(op_cosh) \
+    X(op_asinh) \
+    X(op_acosh) \
+    X(op_atanh) \
+    X(op_softsign) \
+    X(op_thresholded_relu) \
+    X(op_shrink) \
+    X(op_unary_math_grad) \
+    /* bitwise operators of ops/bitwise.c */ \
+    X(op_bitwise_and) \
+    X(op_bitwise_or) \
+    X(op_bitwise_xor) \
+    X(op_bitwise_not) \
+    X(op_bitshift) \
+    /* Mean and GlobalMaxPool of ops/mean_max.c */ \
+    X(op_mean) \
+    X(op_global_max_pool) \
+    /* DepthToSpace, SpaceToDepth of ops/depth_space.c */ \
+    X(op_depth_to_space) \
+    X(op_space_to_depth) \
+    /* EyeLike, NonZero of ops/eye_nonzero.c */ \
+    X(op_eye_like) \
+    X(op_nonzero) \
+    /* Hardmax, LpNormalization, CumProd of ops/along_axis.c */ \
+    X(op_hardmax) \
+    X(op_lp_normalization) \
+    X(op_lp_normalization_grad) \
+    X(op_cumprod) \
+    X(op_cumprod_grad) \
+    /* Compress, ReverseSequence of ops/select_axis.c */ \
+    X(op_compress) \
+    X(op_reverse_sequence) \
+    /* LRN, MeanVarianceNormalization of ops/local_norm.c */ \
+    X(op_lrn) \
+    X(op_lrn_grad) \
+    X(op_mean_variance_normalization) \
+    X(op_mean_variance_normalization_grad) \
+    /* Det of ops/det.c */ \
+    X(op_det) \
+    X(op_det_grad) \
+    /* Upsample of ops/upsample.c */ \
+    X(op_upsample) \
     /* nn: conv, pool, normalization, gemm/matmul */ \
     X(op_conv) \
     X(op_conv_transpose) \
@@ -61,6 +130,11 @@
     X(op_global_average_pool) \
     X(op_batch_normalization) \
     X(op_layer_normalization) \
+    X(op_rms_normalization) \
+    X(op_group_normalization) \
+    X(op_instance_normalization) \
+    X(op_rotary_embedding) \
+    X(op_attention) \
     /* shape and data movement */ \
     X(op_reshape) \
     X(op_flatten) \
@@ -123,6 +197,9 @@
     X(op_average_pool_grad) \
     X(op_batch_norm_grad) \
     X(op_layer_norm_grad) \
+    X(op_rms_norm_grad) \
+    X(op_group_norm_grad) \
+    X(op_attention_grad) \
     /* gradients: math */ \
     X(op_relu_grad) \
     X(op_leaky_relu_grad) \
@@ -134,6 +211,16 @@
     X(op_erf_grad) \
     X(op_gelu_grad) \
     X(op_clip_grad) \
+    X(op_hardsigmoid_grad) \
+    X(op_hardswish_grad) \
+    X(op_softplus_grad) \
+    X(op_elu_grad) \
+    X(op_selu_grad) \
+    X(op_celu_grad) \
+    X(op_mish_grad) \
+    X(op_swish_grad) \
+    X(op_prelu_grad) \
+    X(op_mod_grad) \
     X(op_div_grad) \
     X(op_pow_grad) \
     X(op_max_min_grad) \

@@ -1,20 +1,19 @@
-/* ops/resize.c — Resize (opset 10, 11, 13, 18, 19), modes nearest and linear
- * (N-linear: bilinear, trilinear, ... over every resized axis).
+/* ops/resize.c — Resize (opset 10, 11, 13, 18, 19), modes nearest, linear
+ * (N-linear: bilinear, trilinear, ... over every resized axis) and cubic.
  *
  * Coordinate transformations half_pixel, half_pixel_symmetric,
- * pytorch_half_pixel, align_corners and asymmetric; nearest modes
- * round_prefer_floor/ceil, floor and ceil; output from `scales` or `sizes`,
- * optionally for a subset of `axes` (18+). Opset 10 has neither attribute:
- * it maps asymmetrically and rounds the way Upsample did (floor when
- * enlarging, ceil when shrinking), as onnxruntime does.
+ * pytorch_half_pixel, align_corners, asymmetric and tf_crop_and_resize;
+ * nearest modes round_prefer_floor/ceil, floor and ceil; output from
+ * `scales` or `sizes`, optionally for a subset of `axes` and under a
+ * keep_aspect_ratio_policy (18+). Opset 10 has neither attribute: it maps
+ * asymmetrically and rounds the way Upsample did (floor when enlarging,
+ * ceil when shrinking), as onnxruntime does.
  *
- * Out of scope and refused with a message naming the mode: cubic,
- * antialias, keep_aspect_ratio_policy not_larger/not_smaller and
- * tf_crop_and_resize.
- *
- * Source coordinates follow the ONNX reference (double precision, source
- * indices clamped to the edge), computed once per axis into index/weight
- * tables; the kernel then reads them per output row. */
+ * Nearest and linear run here: source coordinates follow the ONNX
+ * reference (double precision, source indices clamped to the edge),
+ * computed once per axis into two-tap index/weight tables; the kernel then
+ * reads them per output row. Cubic, antialias, tf_crop_and_resize and
+ * exclude_outside take the separable path of ops/resize_general.c. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -27,6 +26,7 @@ enum resize_coord {
     RESIZE_COORD_PYTORCH_HALF_PIXEL,
     RESIZE_COORD_ALIGN_CORNERS,
     RESIZE_COORD_ASYMMETRIC,
+    RESIZE_COORD_TF_CROP_AND_RESIZE,
 };
 
 enum resize_nearest {
@@ -48,17 +48,20 @@ static int resize_lookup(const char *s, const char *const *names, int n)
 static int resize_parse(const struct onnx_node *node, int version, void **params,
                         char *err, size_t err_size)
 {
-    static const char *const coords[] = { "half_pixel", "half_pixel_symmetric",
-                                          "pytorch_half_pixel", "align_corners", "asymmetric" };
+    static const char *const coords[] = { "half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
+                                          "align_corners", "asymmetric", "tf_crop_and_resize" };
     static const char *const nearests[] = { "round_prefer_floor", "round_prefer_ceil", "floor",
                                             "ceil" };
-    struct resize_params p = { .n_axes = -1 };
+    static const char *const policies[] = { "stretch", "not_larger", "not_smaller" };
+    struct resize_params p = { .n_axes = -1, .cubic_a = -0.75 };
     const char *mode = onnx_node_attr_string(node, "mode", "nearest");
     if (!strcmp(mode, "linear"))
         p.linear = 1;
+    else if (!strcmp(mode, "cubic") && version >= 11)
+        p.cubic = 1;
     else if (strcmp(mode, "nearest"))
-        return shape_parse_error(err, err_size, node,
-                                 "unsupported Resize mode '%s' (supported: nearest, linear)", mode);
+        return shape_parse_error(err, err_size, node, "unsupported Resize mode '%s' (supported: nearest, linear%s)",
+                                 mode, version >= 11 ? ", cubic" : "");
     if (version < 11) {
         p.coord = RESIZE_COORD_ASYMMETRIC;
         p.nearest = RESIZE_NEAREST_SIMPLE;
@@ -66,33 +69,38 @@ static int resize_parse(const struct onnx_node *node, int version, void **params
         const char *coord = onnx_node_attr_string(node, "coordinate_transformation_mode",
                                                   "half_pixel");
         const char *nearest = onnx_node_attr_string(node, "nearest_mode", "round_prefer_floor");
-        p.coord = resize_lookup(coord, coords, 5);
+        p.coord = resize_lookup(coord, coords, 6);
         if (p.coord < 0 || (version < 19 && p.coord == RESIZE_COORD_HALF_PIXEL_SYMMETRIC))
             return shape_parse_error(err, err_size, node,
                                      "unsupported Resize coordinate_transformation_mode '%s' "
                                      "(supported: half_pixel, %spytorch_half_pixel, align_corners, "
-                                     "asymmetric)", coord,
+                                     "asymmetric, tf_crop_and_resize)", coord,
                                      version >= 19 ? "half_pixel_symmetric, " : "");
         p.nearest = resize_lookup(nearest, nearests, 4);
         if (p.nearest < 0)
             return shape_parse_error(err, err_size, node,
                                      "unsupported Resize nearest_mode '%s' (supported: "
                                      "round_prefer_floor, round_prefer_ceil, floor, ceil)", nearest);
+        p.cubic_a = onnx_node_attr_float(node, "cubic_coeff_a", -0.75f);
+        p.exclude_outside = onnx_node_attr_int(node, "exclude_outside", 0) != 0;
+        p.extrapolation = onnx_node_attr_float(node, "extrapolation_value", 0.0f);
     }
     if (version >= 18) {
-        if (onnx_node_attr_int(node, "antialias", 0))
-            return shape_parse_error(err, err_size, node,
-                                     "unsupported Resize mode antialias=1 (only antialias=0)");
+        p.antialias = onnx_node_attr_int(node, "antialias", 0) != 0;
+        if (p.antialias && !p.linear && !p.cubic)
+            return shape_parse_error(err, err_size, node, "antialias=1 needs mode linear or cubic, not nearest");
         const char *policy = onnx_node_attr_string(node, "keep_aspect_ratio_policy", "stretch");
-        if (strcmp(policy, "stretch"))
+        p.policy = resize_lookup(policy, policies, 3);
+        if (p.policy < 0)
             return shape_parse_error(err, err_size, node,
                                      "unsupported Resize keep_aspect_ratio_policy '%s' "
-                                     "(only stretch)", policy);
+                                     "(supported: stretch, not_larger, not_smaller)", policy);
         p.n_axes = onnx_node_attr_ints(node, "axes", p.axes, TENSOR_MAX_RANK);
         if (p.n_axes == -2)
             return shape_parse_error(err, err_size, node, "axes has more than %d entries",
                                      TENSOR_MAX_RANK);
     }
+    p.general = p.cubic || p.antialias || p.exclude_outside || p.coord == RESIZE_COORD_TF_CROP_AND_RESIZE;
     struct resize_params *out = malloc(sizeof *out);
     if (!out)
         return shape_parse_error(err, err_size, node, "out of memory");
@@ -134,6 +142,20 @@ int resize_make_plan(const struct op_call *c, struct resize_plan *pl)
     for (int i = 0; i < rank; i++) {
         pl->out[i] = x->dims[i];
         pl->scale[i] = 1.0;
+        pl->roi[i] = 0;
+        pl->roi[rank + i] = 1;
+    }
+    const struct tensor *roi = c->version >= 11 && c->n_in > 1 ? c->in[1] : NULL;
+    if (p->coord == RESIZE_COORD_TF_CROP_AND_RESIZE && roi && tensor_numel(roi) > 0) {
+        if (roi->dtype != ONNX_DTYPE_FLOAT && roi->dtype != ONNX_DTYPE_DOUBLE && roi->dtype != ONNX_DTYPE_FLOAT16)
+            return op_error(c, "roi must be float, got %s", onnx_dtype_name(roi->dtype));
+        if (tensor_numel(roi) != 2 * n_axes)
+            return op_error(c, "roi has %lld values; expected %d (start and end per resized axis)",
+                            (long long)tensor_numel(roi), 2 * n_axes);
+        for (int i = 0; i < n_axes; i++) {
+            pl->roi[axes[i]] = tensor_get_double(roi, i);
+            pl->roi[rank + axes[i]] = tensor_get_double(roi, n_axes + i);
+        }
     }
     const struct tensor *given = scales ? scales : sizes;
     if (given->rank != 1 || given->dims[0] != n_axes)
@@ -163,6 +185,20 @@ int resize_make_plan(const struct op_call *c, struct resize_plan *pl)
                 return op_error(c, "cannot resize empty axis %d to %lld", a, (long long)n);
             pl->out[a] = n;
             pl->scale[a] = x->dims[a] ? (double)n / (double)x->dims[a] : 1.0;
+        }
+        if (p->policy) {
+            /* One scale for the resized axes: the smallest (not_larger) or
+             * largest (not_smaller) ratio, lengths rounded half up. */
+            double scale = pl->scale[axes[0]];
+            for (int i = 1; i < n_axes; i++) {
+                double s = pl->scale[axes[i]];
+                scale = p->policy == 1 ? (s < scale ? s : scale) : (s > scale ? s : scale);
+            }
+            for (int i = 0; i < n_axes; i++) {
+                int a = (int)axes[i];
+                pl->scale[a] = scale;
+                pl->out[a] = (int64_t)(scale * (double)x->dims[a] + 0.5);
+            }
         }
     }
     return 0;
@@ -275,8 +311,8 @@ static int resize_cpu(struct op_call *c)
     size_t esize = onnx_dtype_size(x->dtype);
     if (total == 0)
         return 0;
-    if (p->linear && x->dtype != ONNX_DTYPE_FLOAT && x->dtype != ONNX_DTYPE_DOUBLE)
-        return op_error(c, "linear mode supports float and double, got %s",
+    if ((p->linear || p->cubic) && x->dtype != ONNX_DTYPE_FLOAT && x->dtype != ONNX_DTYPE_DOUBLE)
+        return op_error(c, "%s mode supports float and double, got %s", p->cubic ? "cubic" : "linear",
                         onnx_dtype_name(x->dtype));
     if (rank == 0) {
         memcpy(y->data, x->data, esize);
@@ -285,6 +321,8 @@ static int resize_cpu(struct op_call *c)
     struct resize_plan pl;
     if (resize_make_plan(c, &pl))
         return -1;
+    if (p->general)
+        return resize_general_forward(c, p, pl.scale, pl.roi, x, y);
     int64_t offs[TENSOR_MAX_RANK + 1];
     offs[0] = 0;
     for (int a = 0; a < rank; a++)
@@ -349,7 +387,7 @@ static struct op_cost resize_cost(const struct op_call *c)
     struct op_cost cost = cost_memory(c);
     const struct resize_params *p = c->params;
     /* Linear: a weighted sum over 2^k corners; 4 corners (2-D) at ~2 flops each. */
-    cost.flops = (double)tensor_numel(c->out[0]) * (p && p->linear ? 8 : 0);
+    cost.flops = (double)tensor_numel(c->out[0]) * (p && p->cubic ? 32 : p && p->linear ? 8 : 0);
     return cost;
 }
 
@@ -369,13 +407,21 @@ static int resize_grad(struct grad_ctx *g)
         return shape_grad_fwd_error(g);
     int rank = x->rank;
     struct tensor scales = { .dtype = ONNX_DTYPE_DOUBLE, .rank = 1, .dims = { rank }, .data = pl.scale };
+    struct tensor roi = { .dtype = ONNX_DTYPE_DOUBLE, .rank = 1, .dims = { 2 * rank }, .data = pl.roi };
     int64_t dims[TENSOR_MAX_RANK];
     for (int a = 0; a < rank; a++)
         dims[a] = x->dims[a];
-    struct onnx_attr attrs[4] = { shape_attr_ints("shape", rank, dims), shape_attr_int("linear", p->linear),
-                                  shape_attr_int("coord", p->coord), shape_attr_int("nearest", p->nearest) };
-    int in[2] = { g->dy[0], g->constant(g, &scales) }, dx;
-    if (in[1] < 0 || g->emit(g, "ResizeGrad", attrs, 4, 2, in, 1, &dx))
+    struct onnx_attr attrs[9] = {
+        shape_attr_ints("shape", rank, dims), shape_attr_int("linear", p->linear),
+        shape_attr_int("coord", p->coord), shape_attr_int("nearest", p->nearest),
+        shape_attr_int("cubic", p->cubic), shape_attr_int("antialias", p->antialias),
+        shape_attr_int("exclude_outside", p->exclude_outside),
+        { .name = "cubic_coeff_a", .type = ONNX_ATTR_FLOAT, .f = (float)p->cubic_a },
+        shape_attr_int("general", p->general),
+    };
+    int in[3] = { g->dy[0], g->constant(g, &scales), p->general ? g->constant(g, &roi) : -1 }, dx;
+    if (in[1] < 0 || (p->general && in[2] < 0) ||
+        g->emit(g, "ResizeGrad", attrs, 9, p->general ? 3 : 2, in, 1, &dx))
         return -1;
     return g->add_dx(g, 0, dx);
 }
@@ -395,7 +441,10 @@ const struct op_def op_resize = {
 
 /* ---- ResizeGrad (domain dtrexec) -------------------------------------------
  * Inputs dy (the forward output's gradient) and the forward plan's scales
- * (double, one per axis); y = zeros of `shape` (the forward input's). Each
+ * (double, one per axis), and for the separable path (attribute general,
+ * with the mode's attributes) the plan's roi (double, starts then ends);
+ * y = zeros of `shape` (the forward input's). The separable path is
+ * resize_general_backward's; the rest of this comment is the 2-tap one. Each
  * dy element is added to the 2^k corners it interpolated, with their
  * weights. Leading axes the forward did not resize (N and C of an image)
  * map one to one, so slabs over them have disjoint targets and run in
@@ -416,10 +465,15 @@ static int resize_grad_parse(const struct onnx_node *node, int version, void **p
     p->mode.linear = onnx_node_attr_int(node, "linear", 0) != 0;
     p->mode.coord = (int)onnx_node_attr_int(node, "coord", RESIZE_COORD_HALF_PIXEL);
     p->mode.nearest = (int)onnx_node_attr_int(node, "nearest", RESIZE_NEAREST_ROUND_PREFER_FLOOR);
-    if (p->mode.coord < 0 || p->mode.coord > RESIZE_COORD_ASYMMETRIC || p->mode.nearest < 0 ||
+    p->mode.cubic = onnx_node_attr_int(node, "cubic", 0) != 0;
+    p->mode.antialias = onnx_node_attr_int(node, "antialias", 0) != 0;
+    p->mode.exclude_outside = onnx_node_attr_int(node, "exclude_outside", 0) != 0;
+    p->mode.cubic_a = onnx_node_attr_float(node, "cubic_coeff_a", -0.75f);
+    p->mode.general = onnx_node_attr_int(node, "general", 0) != 0;
+    if (p->mode.coord < 0 || p->mode.coord > RESIZE_COORD_TF_CROP_AND_RESIZE || p->mode.nearest < 0 ||
         p->mode.nearest > RESIZE_NEAREST_SIMPLE) {
         free(p);
-        return shape_parse_error(err, err_size, node, "coord must be 0..4 and nearest 0..4");
+        return shape_parse_error(err, err_size, node, "coord must be 0..5 and nearest 0..4");
     }
     *params = p;
     return 0;
@@ -433,6 +487,9 @@ static int resize_grad_infer(struct op_call *c)
         return op_error(c, "dy has rank %d but shape has %d", dy->rank, p->target.rank);
     if (scales->dtype != ONNX_DTYPE_DOUBLE || scales->rank != 1 || scales->dims[0] != dy->rank)
         return op_error(c, "scales must be double[%d]", dy->rank);
+    if (p->mode.general && (c->n_in < 3 || !c->in[2] || c->in[2]->dtype != ONNX_DTYPE_DOUBLE ||
+                            tensor_numel(c->in[2]) != 2 * dy->rank))
+        return op_error(c, "the separable path needs roi as double[%d]", 2 * dy->rank);
     if (dy->dtype != ONNX_DTYPE_FLOAT && dy->dtype != ONNX_DTYPE_DOUBLE)
         return op_error(c, "dy must be float or double, got %s", onnx_dtype_name(dy->dtype));
     for (int a = 0; a < dy->rank; a++)
@@ -460,6 +517,8 @@ static int resize_grad_cpu(struct op_call *c)
         memcpy(x->data, dy->data, dbl ? 8 : 4);
         return 0;
     }
+    if (p->mode.general)
+        return resize_general_backward(c, &p->mode, scales->data, c->in[2]->data, dy, x);
     int64_t offs[TENSOR_MAX_RANK + 1];
     offs[0] = 0;
     for (int a = 0; a < rank; a++)
@@ -527,10 +586,10 @@ static struct op_cost resize_grad_cost(const struct op_call *c)
 const struct op_def op_resize_grad = {
     .domain = "dtrexec", .name = "ResizeGrad",
     .since = { 1 },
-    .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
+    .min_in = 2, .max_in = 3, .min_out = 1, .max_out = 1,
     .parse = resize_grad_parse,
     .infer = resize_grad_infer,
     .cost = resize_grad_cost,
     .kernel = { [BACKEND_CPU] = resize_grad_cpu },
-    .host_inputs = 1u << 1,
+    .host_inputs = (1u << 1) | (1u << 2),
 };

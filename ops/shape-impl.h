@@ -63,12 +63,20 @@ struct resize_params;
 struct resize_plan {
     int64_t out[TENSOR_MAX_RANK];
     double scale[TENSOR_MAX_RANK];
+    double roi[2 * TENSOR_MAX_RANK];   /* tf_crop_and_resize: starts, then ends (0 and 1 without one) */
 };
 struct resize_tap {
     int64_t i0, i1;
     double w;
 };
 int resize_make_plan(const struct op_call *c, struct resize_plan *pl);
+/* The separable path (ops/resize_general.c): y from x along every resized
+ * axis in turn; dx (zeroed here) from dy by the transposed passes in the
+ * reverse order. scale and roi as in the plan. */
+int resize_general_forward(const struct op_call *c, const struct resize_params *p, const double *scale,
+                           const double *roi, const struct tensor *x, struct tensor *y);
+int resize_general_backward(const struct op_call *c, const struct resize_params *p, const double *scale,
+                            const double *roi, const struct tensor *dy, struct tensor *dx);
 void resize_taps(const struct resize_params *p, double scale, int64_t in, int64_t out,
                  struct resize_tap *taps);
 

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ops/elementwise-impl.h"
 #include "ops/ops.h"
 
 int64_t tensor_numel(const struct tensor *t)
@@ -157,8 +158,8 @@ double tensor_get_double(const struct tensor *t, int64_t i)
     switch (t->dtype) {
     case ONNX_DTYPE_FLOAT: return ((const float *)t->data)[i];
     case ONNX_DTYPE_DOUBLE: return ((const double *)t->data)[i];
-    case ONNX_DTYPE_FLOAT16:
-    case ONNX_DTYPE_BFLOAT16:
+    case ONNX_DTYPE_FLOAT16: return ew_f16_to_f32(((const uint16_t *)t->data)[i]);
+    case ONNX_DTYPE_BFLOAT16: return ew_bf16_to_f32(((const uint16_t *)t->data)[i]);
     case ONNX_DTYPE_STRING:
     case ONNX_DTYPE_UNDEFINED:
         return 0;

@@ -25,6 +25,9 @@ enum dtrx_status {
     DTRX_ERR_INPUT = 1,     /* bad model, input, option or file */
     DTRX_ERR_BUDGET = 2,    /* budget infeasible / out of memory */
     DTRX_ERR_INTERNAL = 3,
+    /* training diverged: a step's loss was NaN or infinite (the message
+     * names the step and the first call whose output was not finite) */
+    DTRX_ERR_NONFINITE = 4,
 };
 
 /* The message of the last failure on this thread ("" if none). */
@@ -160,10 +163,11 @@ enum dtrx_optimizer {
 };
 
 enum dtrx_loss {
-    DTRX_LOSS_AUTO = 0,       /* scalar output, else cross-entropy, else MSE */
+    DTRX_LOSS_AUTO = 0,       /* the graph's scalar output, else cross-entropy, else MSE (see train.c) */
     DTRX_LOSS_MSE,
-    DTRX_LOSS_CROSS_ENTROPY,
+    DTRX_LOSS_CROSS_ENTROPY,  /* ignore_index -100; classes on axis 1, or on the last axis of [N, T, V] */
     DTRX_LOSS_SUM,
+    DTRX_LOSS_GRAPH,          /* the graph's own scalar float output, as it is */
     DTRX_LOSS_WEIGHTED_SUM,   /* sum(output * labels): labels act as weights (gradient checks) */
 };
 
@@ -176,7 +180,12 @@ struct dtrx_train_options {
     float beta1, beta2, eps;  /* Adam, AdamW */
     float weight_decay;       /* L2 for SGD/momentum/Adam, decoupled for AdamW */
     int hf_bias_correction;   /* 1: HuggingFace's convention (step size scaled), 0: PyTorch's */
-    const char *freeze;       /* comma-separated fnmatch patterns of initializers not to train */
+    /* Comma-separated fnmatch patterns over initializer names: `freeze`
+     * never trains, `trainable` trains a float initializer whatever the
+     * rule of dtrx_session_params says ("*": every used float initializer);
+     * freeze wins. */
+    const char *freeze;
+    const char *trainable;
     int grad_inputs;          /* 1: float graph inputs also get gradients (gradient checks) */
     /* 1: seeded random targets are drawn anew every step, shaped like that
      * step's output (models whose shapes change from step to step). */
@@ -185,16 +194,49 @@ struct dtrx_train_options {
 
 void dtrx_train_options_init(struct dtrx_train_options *o);
 
-/* Switches the session to training: float initializers not frozen become
- * trainable parameters; optimizer state is allocated as tensor memory. */
+/* What training does with one initializer of the main graph. */
+struct dtrx_param_info {
+    const char *name;
+    int dtype;
+    int rank;
+    int64_t dims[DTRX_MAX_RANK];
+    int64_t numel;
+    int trainable;            /* 1: dtrx_session_train_begin with these options trains it */
+    const char *reason;       /* its role ("Conv weight", "LayerNormalization scale") or why it is
+                               * frozen ("Pow exponent", "0-d scalar", "int64", "no gradient path",
+                               * "--freeze") */
+    const char *warning;      /* NULL, or what may be wrong (one tensor filling several bias or
+                               * norm roles: merged by the exporter) */
+};
+
+/* Decides, from the graph alone, which initializers are parameters (the
+ * rule is in runtime/params.c): float tensors in weight, bias, norm and
+ * embedding roles, or of >= 2 elements in other differentiable inputs, that
+ * a gradient can reach; not Pow exponents, scalars, masks, running
+ * statistics, integers. `o` (NULL: defaults) gives freeze/trainable
+ * patterns. *out (n entries, the graph's order) belongs to the session and
+ * stays valid until the next call or its end. */
+enum dtrx_status dtrx_session_params(struct dtrx_session *s, const struct dtrx_train_options *o,
+                                     const struct dtrx_param_info **out, int *n);
+
+/* Switches the session to training: the initializers dtrx_session_params
+ * marks trainable become parameters; optimizer state is allocated as tensor
+ * memory. float16/bfloat16 parameters are refused (not supported yet). */
 enum dtrx_status dtrx_session_train_begin(struct dtrx_session *s, const struct dtrx_train_options *o);
 /* Targets for the loss (class indices for cross-entropy, a tensor of the
  * output's shape for MSE); seeded random targets are used when none is set. */
 enum dtrx_status dtrx_session_set_labels(struct dtrx_session *s, const struct dtrx_tensor *t);
 /* Forward, loss and backward, without updating anything. */
 enum dtrx_status dtrx_session_backward(struct dtrx_session *s, double *loss);
-/* One training step: forward, loss, backward, optimizer update. */
+/* One training step: forward, loss, backward, optimizer update. A loss that
+ * is not finite fails the step with DTRX_ERR_NONFINITE before any weight
+ * changes; the forward and backward pass are then run once more, checking
+ * every call's outputs, so that the message names the first call whose
+ * output was not finite. */
 enum dtrx_status dtrx_session_train_step(struct dtrx_session *s, double *loss);
+/* Which loss the first step chose and why ("cross-entropy over the last
+ * axis of 'logits' float32[2,5,11] (auto: ...)"); "" before. */
+const char *dtrx_session_loss_description(const struct dtrx_session *s);
 /* The gradient of the named initializer or input after the last backward
  * pass (host memory valid until the next step). */
 enum dtrx_status dtrx_session_get_grad(const struct dtrx_session *s, const char *name, struct dtrx_tensor *out);

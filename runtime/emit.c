@@ -228,7 +228,7 @@ enum dtrx_status rt_emit(struct dtrx_session *s, const char *op, const struct on
     for (int i = 0; i < n_in; i++)
         requires_grad |= in[i] >= 0 && s->values[in[i]]->requires_grad;
     for (int i = 0; i < n_out; i++)
-        s->values[c->out[i]]->requires_grad = requires_grad;
+        s->values[c->out[i]]->requires_grad = requires_grad && rt_dtype_is_float(s->values[c->out[i]]->t.dtype);
     return DTRX_OK;
 }
 

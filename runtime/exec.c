@@ -143,6 +143,8 @@ enum dtrx_status rt_call_exec(struct dtrx_session *s, struct rt_call *c)
     s->stats.total_compute += c->cost_flops;
     s->stats.op_calls++;
     rt_trace_call(s, c);
+    if (s->check_finite)
+        rt_check_finite(s, c);
     if (s->recorder)
         rt_record_call(s, c, rt_step_name(s, c), c->measured_seconds);
     return DTRX_OK;

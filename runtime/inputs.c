@@ -1,5 +1,5 @@
 /* runtime/inputs.c — seeded random data for inputs the user did not give:
- * floats uniform in [-1, 1), integers in a range that keeps index inputs
+ * floats uniform in [-1, 1) (float16/bfloat16 rounded from them), integers in a range that keeps index inputs
  * valid (below the table they index), booleans fair coins. */
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +40,10 @@ static void fill_random(struct tensor *t, uint64_t seed, int64_t int_bound)
         switch (t->dtype) {
         case ONNX_DTYPE_FLOAT: ((float *)t->data)[i] = (float)(2 * u - 1); break;
         case ONNX_DTYPE_DOUBLE: ((double *)t->data)[i] = 2 * u - 1; break;
+        case ONNX_DTYPE_FLOAT16:
+        case ONNX_DTYPE_BFLOAT16:
+            ((uint16_t *)t->data)[i] = onnx_float_to_half((float)(2 * u - 1), t->dtype);
+            break;
         case ONNX_DTYPE_INT64: ((int64_t *)t->data)[i] = (int64_t)(r % (uint64_t)int_bound); break;
         case ONNX_DTYPE_INT32: ((int32_t *)t->data)[i] = (int32_t)(r % (uint64_t)int_bound); break;
         case ONNX_DTYPE_BOOL: ((uint8_t *)t->data)[i] = (uint8_t)(r & 1); break;

@@ -243,20 +243,40 @@ enum dtrx_status rt_tape_push(struct dtrx_session *s, struct rt_call *c)
 
 /* In training, a call computed from a parameter will be differentiated: its
  * saved inputs and outputs are held (one extra count each) until its
- * gradient has been emitted. */
+ * gradient has been emitted — only those its gradient will read: Mul's dA
+ * reads B and dB reads A, Div's dA reads B alone, so an activation scaled
+ * by a constant (attention scores times 1/sqrt(d)) is not kept for a
+ * gradient nobody wants. */
 static void hold_saved(struct dtrx_session *s, struct rt_call *c)
 {
-    int differentiated = 0;
+    int from_param = 0, differentiated = 0;
+    uint32_t need = 0;
+    c->held_in = c->held_out = 0;
     for (int i = 0; i < c->n_in; i++)
-        if (c->in[i] >= 0 && s->values[c->in[i]]->requires_grad)
-            differentiated = 1;
+        if (c->in[i] >= 0 && s->values[c->in[i]]->requires_grad &&
+            rt_input_differentiable(c->def->domain, c->def->name, i)) {
+            from_param = 1;
+            need |= i < 32 ? 1u << i : 0;
+        }
+    /* No gradient flows through integers or bools: Shape(x) and what is
+     * made of it (ConstantOfShape, masks) are constants of the step. */
     for (int i = 0; i < c->n_out; i++)
-        if (c->out[i] >= 0)
-            s->values[c->out[i]]->requires_grad = differentiated;
+        if (c->out[i] >= 0) {
+            struct rt_value *y = s->values[c->out[i]];
+            y->requires_grad = from_param && !y->container && rt_dtype_is_float(y->t.dtype);
+            differentiated |= y->requires_grad;
+        }
     if (!differentiated)
         return;
+    uint32_t saves_in = c->def->grad_saves_in;
+    if (!c->def->domain[0] && !strcmp(c->def->name, "Mul"))
+        saves_in &= (need & 2u ? 1u : 0) | (need & 1u ? 2u : 0);
+    else if (!c->def->domain[0] && !strcmp(c->def->name, "Div"))
+        saves_in &= 2u | (need & 2u ? 1u : 0);
+    c->held_in = saves_in;
+    c->held_out = c->def->grad_saves_out;
     for (int i = 0; i < c->n_in && i < 32; i++)
-        if (c->in[i] >= 0 && (c->def->grad_saves_in >> i & 1))
+        if (c->in[i] >= 0 && (saves_in >> i & 1))
             s->values[c->in[i]]->remaining++;
     for (int i = 0; i < c->n_out && i < 32; i++)
         if (c->out[i] >= 0 && (c->def->grad_saves_out >> i & 1))

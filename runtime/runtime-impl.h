@@ -81,6 +81,7 @@ struct rt_call {
     struct onnx_node *emitted;     /* the synthetic node of an emitted call (owned) */
     char *owned_name;              /* calls instantiated from a subgraph: "<control node>/<iteration>/<node>" */
     const struct rt_scope *scope;  /* control calls: where their subgraphs' outer names resolve (NULL: main graph) */
+    uint32_t held_in, held_out;    /* training: the saved inputs/outputs this step's forward pass held (interp.c) */
 };
 
 /* Names visible while a graph is instantiated: its own, then its parents'. */
@@ -98,6 +99,26 @@ struct rt_sub_init {
 /* The value of a subgraph's initializer, -1 if unknown. */
 int rt_subgraph_initializer(const struct dtrx_session *s, const struct onnx_tensor *init);
 
+/* Which initializers train (params.c; the rule is in its header comment). */
+int rt_dtype_is_float(int dtype);
+/* 0 when no gradient flows into input i of (domain, op): Where's condition,
+ * Shape's input, Floor's, ... */
+int rt_input_differentiable(const char *domain, const char *op, int i);
+/* 1 when `name` matches one of the comma-separated fnmatch patterns. */
+int rt_patterns_match(const char *patterns, const char *name);
+struct rt_param_decision {
+    int value;                     /* its value id, -1 if none */
+    int uses;                      /* node inputs (and subgraph references) reading it */
+    int train;
+    char reason[160];
+    char *warning;                 /* heap, or NULL */
+};
+/* One decision per main-graph initializer, in the graph's order; *out is
+ * freed with rt_params_free. */
+enum dtrx_status rt_params_decide(const struct dtrx_session *s, const struct dtrx_train_options *o,
+                                  struct rt_param_decision **out);
+void rt_params_free(struct rt_param_decision *d, int n);
+
 /* Training state: the parameters, their optimizer state, and the calls and
  * values emitted during the current step (freed when the step ends). */
 struct rt_train {
@@ -111,6 +132,7 @@ struct rt_train {
     size_t grad_bytes;             /* all parameters' gradients */
     int64_t step;
     int labels;                    /* value id of the targets, -1 until set or drawn */
+    char loss_note[512];           /* the loss chosen and why (dtrx_session_loss_description) */
     int loss;                      /* value id of the last loss */
     int base_values;               /* values at or above this id belong to the step */
     int n_emitted, emitted_capacity;
@@ -163,6 +185,14 @@ struct rt_dim_binding {
 
 struct dtrx_session {
     struct onnx_model *model;
+    /* float16/bfloat16 models run in float32 (onnx/half.c): what was
+     * widened, and per top-level input and output its type in the file
+     * (FLOAT16 or BFLOAT16; 0 where it was not half). Inputs are accepted in
+     * that type (or float) and outputs handed out in it, from output_narrow. */
+    struct onnx_widening *widening;
+    int *input_half;
+    int *output_half;
+    void **output_narrow;
     struct dtrx_options opts;
 
     int n_values;
@@ -209,6 +239,13 @@ struct dtrx_session {
 
     struct dtrx_stats stats;
     int step_capacity;
+    /* After a non-finite loss: every call's float outputs are checked and
+     * the first that is not finite is described here (train.c). */
+    int check_finite;
+    char nonfinite[768];
+    int n_param_decisions;         /* what dtrx_session_params last handed out */
+    struct rt_param_decision *param_decisions;
+    struct dtrx_param_info *param_info;
     struct rt_device *device;      /* NULL on the host (device.c) */
 };
 
@@ -355,6 +392,11 @@ enum dtrx_status rt_emit(struct dtrx_session *s, const char *op, const struct on
                          int n_attrs, int n_in, const int *in, int n_out, int *out, const char *tag);
 int rt_constant(struct dtrx_session *s, const struct tensor *t, const char *tag);
 void rt_train_free(struct dtrx_session *s);
+/* With check_finite set: describes the call's first non-finite output in
+ * s->nonfinite, once per run (finite.c). */
+void rt_check_finite(struct dtrx_session *s, const struct rt_call *c);
+/* NaN without the sign bit, so that messages never say "-nan" (finite.c). */
+double rt_unsigned_nan(double v);
 
 double rt_now_seconds(void);
 /* The seed of call `index` in the current step: a different stream per call

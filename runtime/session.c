@@ -39,6 +39,42 @@ static void env_scratch_free(void *ctx, void *ptr)
         arena_free(&s->arena, ptr);
 }
 
+/* Notes the half types of the top-level inputs and outputs, then widens
+ * the whole model to float (onnx/half.c). */
+static enum dtrx_status widen_half(struct dtrx_session *s)
+{
+    const struct onnx_graph *g = s->model->graph;
+    s->input_half = calloc((size_t)g->n_inputs + 1, sizeof *s->input_half);
+    s->output_half = calloc((size_t)g->n_outputs + 1, sizeof *s->output_half);
+    s->output_narrow = calloc((size_t)g->n_outputs + 1, sizeof *s->output_narrow);
+    if (!s->input_half || !s->output_half || !s->output_narrow)
+        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+    for (int i = 0; i < g->n_inputs; i++)
+        if (g->inputs[i].kind == ONNX_VALUE_TENSOR && (g->inputs[i].elem_type == ONNX_DTYPE_FLOAT16 ||
+                                                        g->inputs[i].elem_type == ONNX_DTYPE_BFLOAT16))
+            s->input_half[i] = g->inputs[i].elem_type;
+    for (int i = 0; i < g->n_outputs; i++)
+        if (g->outputs[i].kind == ONNX_VALUE_TENSOR && (g->outputs[i].elem_type == ONNX_DTYPE_FLOAT16 ||
+                                                         g->outputs[i].elem_type == ONNX_DTYPE_BFLOAT16))
+            s->output_half[i] = g->outputs[i].elem_type;
+    char err[1024] = "";
+    if (onnx_model_widen_half(s->model, &s->widening, err, sizeof err))
+        return rt_fail(DTRX_ERR_INTERNAL, "%s", err);
+    return DTRX_OK;
+}
+
+/* Inputs and outputs are described in the file's types. */
+static enum dtrx_status narrow_descs(struct dtrx_session *s)
+{
+    for (int i = 0; i < s->n_inputs; i++)
+        if (s->input_half[i])
+            s->input_desc[i].dtype = s->input_half[i];
+    for (int i = 0; i < s->n_outputs; i++)
+        if (s->output_half[i])
+            s->output_desc[i].dtype = s->output_half[i];
+    return DTRX_OK;
+}
+
 static void set_threads(int threads)
 {
     omp_set_num_threads(threads);
@@ -114,7 +150,11 @@ enum dtrx_status dtrx_session_create(const char *model_path, const struct dtrx_o
         free(s);
         return rt_fail(DTRX_ERR_INPUT, "%s", err);
     }
-    enum dtrx_status st = rt_plan_build(s);
+    enum dtrx_status st = widen_half(s);
+    if (!st)
+        st = rt_plan_build(s);
+    if (!st)
+        st = narrow_descs(s);
     if (st) {
         dtrx_session_destroy(s);
         return st;
@@ -137,7 +177,15 @@ void dtrx_session_destroy(struct dtrx_session *s)
     for (int i = 0; s->output_host && i < s->n_outputs; i++)
         free(s->output_host[i]);
     free(s->output_host);
+    for (int i = 0; s->output_narrow && i < s->n_outputs; i++)
+        free(s->output_narrow[i]);
+    free(s->output_narrow);
+    free(s->input_half);
+    free(s->output_half);
+    onnx_widening_free(s->widening);
     free(s->grad_host);
+    rt_params_free(s->param_decisions, s->n_param_decisions);
+    free(s->param_info);
     for (int i = 0; i < s->n_values; i++)
         rt_value_destroy(s, s->values[i]);
     for (int i = 0; i < s->n_calls; i++)
@@ -205,13 +253,33 @@ enum dtrx_status dtrx_session_bind_dim(struct dtrx_session *s, const char *name,
     return DTRX_OK;
 }
 
+/* A half input of a widened model: given in its half type, run in float. */
+static enum dtrx_status set_input_widened(struct dtrx_session *s, int index, const struct dtrx_tensor *t)
+{
+    struct dtrx_tensor f = *t;
+    f.dtype = ONNX_DTYPE_FLOAT;
+    int64_t n = dtrx_tensor_numel(t);
+    float *data = malloc((size_t)(n > 0 ? n : 1) * sizeof *data);
+    if (!data)
+        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory for input '%s'", s->input_desc[index].name);
+    for (int64_t i = 0; i < n; i++)
+        data[i] = onnx_half_to_float(((const uint16_t *)t->data)[i], t->dtype);
+    f.data = data;
+    enum dtrx_status st = dtrx_session_set_input(s, index, &f);
+    free(data);
+    return st;
+}
+
 enum dtrx_status dtrx_session_set_input(struct dtrx_session *s, int index, const struct dtrx_tensor *t)
 {
     if (index < 0 || index >= s->n_inputs)
         return rt_fail(DTRX_ERR_INPUT, "input index %d out of range (the model has %d inputs)", index,
                        s->n_inputs);
     const struct dtrx_value_desc *d = &s->input_desc[index];
-    if (d->dtype && t->dtype != d->dtype)
+    int half = s->input_half[index];
+    if (half && t->dtype == half)
+        return set_input_widened(s, index, t);
+    if (d->dtype && t->dtype != d->dtype && !(half && t->dtype == ONNX_DTYPE_FLOAT))
         return rt_fail(DTRX_ERR_INPUT, "input '%s': element type %s given, %s expected", d->name,
                        onnx_dtype_name(t->dtype), onnx_dtype_name(d->dtype));
     if (t->rank < 0 || t->rank > DTRX_MAX_RANK)
@@ -244,6 +312,22 @@ enum dtrx_status dtrx_session_set_input(struct dtrx_session *s, int index, const
     return DTRX_OK;
 }
 
+/* A half output of a widened model, rounded from its float value into the
+ * output's own buffer (valid until the next call for that output). */
+static enum dtrx_status narrow_output(const struct dtrx_session *s, int index, struct dtrx_tensor *out)
+{
+    int64_t n = dtrx_tensor_numel(out);
+    uint16_t *half = realloc(s->output_narrow[index], (size_t)(n > 0 ? n : 1) * sizeof *half);
+    if (!half)
+        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory for output %d", index);
+    s->output_narrow[index] = half;
+    for (int64_t i = 0; i < n; i++)
+        half[i] = onnx_float_to_half(((const float *)out->data)[i], s->output_half[index]);
+    out->dtype = s->output_half[index];
+    out->data = half;
+    return DTRX_OK;
+}
+
 enum dtrx_status dtrx_session_get_output(const struct dtrx_session *s, int index, struct dtrx_tensor *out)
 {
     if (index < 0 || index >= s->n_outputs)
@@ -255,6 +339,8 @@ enum dtrx_status dtrx_session_get_output(const struct dtrx_session *s, int index
     out->rank = v->t.rank;
     memcpy(out->dims, v->t.dims, sizeof out->dims);
     out->data = (rt_budget_active(s) && !v->storage) || !rt_device_on_host(s) ? s->output_host[index] : v->t.data;
+    if (s->output_half[index] && v->t.dtype == ONNX_DTYPE_FLOAT)
+        return narrow_output(s, index, out);
     return DTRX_OK;
 }
 

@@ -131,7 +131,22 @@ enum dtrx_status dtrx_session_get_output_value(struct dtrx_session *s, int index
     if (index < 0 || index >= s->n_outputs)
         return rt_fail(DTRX_ERR_INPUT, "output index %d out of range", index);
     enum dtrx_status st = value_copy(s, s->output_values[index], out);
-    if (st)
+    if (st) {
         dtrx_value_clear(out);
-    return st;
+        return st;
+    }
+    int half = s->output_half[index];
+    if (half && out->kind == DTRX_VALUE_TENSOR && out->tensor.dtype == ONNX_DTYPE_FLOAT) {
+        /* A widened model's half output, rounded in place (each float is
+         * read before its slot's first half is overwritten). */
+        int64_t n = dtrx_tensor_numel(&out->tensor);
+        const float *f = out->tensor.data;
+        uint16_t *h = out->tensor.data;
+        for (int64_t i = 0; i < n; i++) {
+            float x = f[i];
+            h[i] = onnx_float_to_half(x, half);
+        }
+        out->tensor.dtype = half;
+    }
+    return DTRX_OK;
 }

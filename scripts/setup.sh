@@ -15,9 +15,12 @@ if [ -n "$need" ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $need >/dev/null
 fi
 PY=${PYTHON:-python3}
-if ! $PY -c "import numpy, onnx, onnxruntime" 2>/dev/null; then
-  $PY -m pip install -q --disable-pip-version-check numpy onnx onnxruntime 2>&1 | grep -v "Running pip as the 'root' user" || true
-  $PY -c "import numpy, onnx, onnxruntime"
+# onnx is pinned: its node-test generators are the conformance suite
+# (tests/node-tests.cmake), and tests/node-known-failures.txt is for this release.
+ONNX_VERSION=1.23.2
+if ! $PY -c "import numpy, onnxruntime, onnx; assert onnx.__version__ == '$ONNX_VERSION'" 2>/dev/null; then
+  $PY -m pip install -q --disable-pip-version-check numpy "onnx==$ONNX_VERSION" onnxruntime 2>&1 | grep -v "Running pip as the 'root' user" || true
+  $PY -c "import numpy, onnxruntime, onnx; assert onnx.__version__ == '$ONNX_VERSION'"
 fi
 # HiGHS: the MILP/LP solver behind `dtrexec plan --solver checkmate` (bench/milp_highs.py)
 if ! $PY -c "import highspy" 2>/dev/null; then

@@ -67,8 +67,12 @@ STEPS = 3
 # so its peak is low and its budgets close to it). Since the backward pass
 # releases consumed partial gradient sums at once (train.c), the LSTM's and
 # the TreeLSTM's unbudgeted peaks are 305 KB and 103 KB, down from 419 KB
-# and 391 KB: the ratios moved up, the budgets in bytes went down.
-BUDGET_RATIOS = {"lstm_var_len": (0.98, 0.97), "treelstm": (0.95, 0.9), "early_exit": (0.6, 0.5)}
+# and 391 KB: the ratios moved up, the budgets in bytes went down. The
+# TreeLSTM's merge scales by a 0-d noise_scale, which no longer trains
+# (runtime/params.c), so its Mul no longer holds the product it scales for
+# the backward pass: the peak is 97.5 KB, and 0.93x (90.7 KB, below the 93 KB
+# of 0.9x before) is the lower budget.
+BUDGET_RATIOS = {"lstm_var_len": (0.98, 0.97), "treelstm": (0.95, 0.93), "early_exit": (0.6, 0.5)}
 
 
 def fail(msg):

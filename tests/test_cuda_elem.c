@@ -8,7 +8,10 @@
  * ReduceL2, ReduceSumSquare, ReduceLogSum, ReduceLogSumExp and
  * ReduceExtGrad (case "reduce_ext"), ReduceSelectGrad, MaxMinGrad,
  * DivGrad, PowGrad, Dropout and DropoutGrad (the same mask bit for bit),
- * both losses and their gradients, and the three optimizer steps.
+ * both losses and their gradients, the three optimizer steps, and the ops
+ * of ops/activation.c, unary_math.c, mod.c and logical.c with their
+ * gradient kernels over float, double, float16 and bfloat16 (Mod, Sign and
+ * PRelu over the integers too, And/Or/Xor in both broadcasting forms).
  *
  * Every CUDA call runs twice and must give the same bits (DTR's
  * recomputation) and give back all its device scratch. Without a CUDA build
@@ -1141,10 +1144,205 @@ START_TEST(test_reduce_ext_grad)
 }
 END_TEST
 
+/* ---- activations, rounding, Mod, PRelu, logical ops (ops/activation.c, ...) ------------- */
+
+static const int reals[] = { ONNX_DTYPE_FLOAT, ONNX_DTYPE_DOUBLE, ONNX_DTYPE_FLOAT16,
+                             ONNX_DTYPE_BFLOAT16 };
+
+/* float16 and bfloat16 results are float results rounded once: a last-bit
+ * difference in float may round them one 16-bit step apart. */
+static double rtol_real(int dtype)
+{
+    return dtype == ONNX_DTYPE_FLOAT16 ? 2e-3 : dtype == ONNX_DTYPE_BFLOAT16 ? 1.6e-2
+                                                                            : rtol_of(dtype);
+}
+static double atol_real(int dtype)
+{
+    return dtype == ONNX_DTYPE_FLOAT16 || dtype == ONNX_DTYPE_BFLOAT16 ? 1e-3 : atol_of(dtype);
+}
+
+static void compare_real(const char *domain, const char *op, int opset, struct onnx_attr *attrs,
+                         int n_attrs, const struct tensor **in, int n_in, const char *label)
+{
+    int dt = in[0]->dtype;
+    struct run r = { .domain = domain, .op = op, .opset = opset, .attrs = attrs,
+                     .n_attrs = n_attrs, .in = in, .n_in = n_in, .n_out = 1,
+                     .rtol = rtol_real(dt), .atol = atol_real(dt), .label = label };
+    ck_assert_msg(compare(&r) == 0, "%s failed on both backends", label);
+}
+
+struct act_case {
+    const char *op;
+    int opset;
+    int has_grad_kernel;           /* <op>Grad(dy, X) exists */
+    double lo, hi;
+    int n_attrs;
+    const char *names[2];
+    float values[2];
+};
+
+static const struct act_case act_cases[] = {
+    { "Sin", 22, 0, -7, 7, 0, { 0 }, { 0 } },
+    { "Cos", 22, 0, -7, 7, 0, { 0 }, { 0 } },
+    { "Floor", 13, 0, -5.5, 5.5, 0, { 0 }, { 0 } },
+    { "Ceil", 13, 0, -5.5, 5.5, 0, { 0 }, { 0 } },
+    { "Round", 22, 0, -5.5, 5.5, 0, { 0 }, { 0 } },
+    { "Sign", 13, 0, -3, 3, 0, { 0 }, { 0 } },
+    { "HardSigmoid", 22, 1, -5, 5, 2, { "alpha", "beta" }, { 0.3f, 0.4f } },
+    { "HardSwish", 22, 1, -5, 5, 0, { 0 }, { 0 } },
+    { "Softplus", 22, 1, -30, 30, 0, { 0 }, { 0 } },
+    { "Elu", 22, 1, -6, 3, 1, { "alpha" }, { 0.7f } },
+    { "Selu", 22, 1, -6, 3, 2, { "alpha", "gamma" }, { 1.5f, 0.9f } },
+    { "Celu", 12, 1, -6, 3, 1, { "alpha" }, { 1.5f } },
+    { "Mish", 22, 1, -12, 12, 0, { 0 }, { 0 } },
+    { "Swish", 24, 1, -12, 12, 1, { "alpha" }, { 1.3f } },
+};
+
+START_TEST(test_activations)
+{
+    int64_t small[2] = { 7, 33 }, large[1] = { (1 << 20) + 3 };
+    char label[160];
+    for (size_t k = 0; k < sizeof act_cases / sizeof act_cases[0]; k++) {
+        const struct act_case *ac = &act_cases[k];
+        struct onnx_attr attrs[2];
+        for (int a = 0; a < ac->n_attrs; a++)
+            attrs[a] = a_float(ac->names[a], ac->values[a]);
+        for (int t = 0; t < 4; t++)
+            for (int big = 0; big < 2; big++) {
+                int dt = reals[t];
+                const struct tensor *in[1] = { rnd(dt, big ? 1 : 2, big ? large : small, ac->lo,
+                                                   ac->hi) };
+                snprintf(label, sizeof label, "%s %s%s", ac->op, dn(dt), big ? " large" : "");
+                compare_real("", ac->op, ac->opset, attrs, ac->n_attrs, in, 1, label);
+                testops_free_all();
+            }
+        /* the gradient kernels over (dy, X) */
+        if (!ac->has_grad_kernel)
+            continue;
+        char grad[64];
+        snprintf(grad, sizeof grad, "%sGrad", ac->op);
+        for (int t = 0; t < 4; t++) {
+            int dt = reals[t];
+            const struct tensor *in[2] = { rnd(dt, 2, small, -2, 2),
+                                           rnd(dt, 2, small, ac->lo, ac->hi) };
+            snprintf(label, sizeof label, "%s %s", grad, dn(dt));
+            compare_real("dtrexec", grad, 1, attrs, ac->n_attrs, in, 2, label);
+            testops_free_all();
+        }
+    }
+    /* Sign over the integers */
+    static const int ints[] = { ONNX_DTYPE_INT8, ONNX_DTYPE_INT16, ONNX_DTYPE_INT32,
+                                ONNX_DTYPE_INT64, ONNX_DTYPE_UINT8, ONNX_DTYPE_UINT16,
+                                ONNX_DTYPE_UINT32, ONNX_DTYPE_UINT64 };
+    for (int t = 0; t < 8; t++) {
+        const struct tensor *in[1] = { rnd(ints[t], 2, small, t < 4 ? -3 : 0, 3) };
+        snprintf(label, sizeof label, "Sign %s", dn(ints[t]));
+        compare_simple("", "Sign", 13, NULL, 0, in, 1, label);
+        testops_free_all();
+    }
+}
+END_TEST
+
+START_TEST(test_isnan_isinf)
+{
+    float v[8] = { 0, -1.5f, INFINITY, -INFINITY, NAN, 3e38f, -0.0f, 1e-40f };
+    int64_t d[1] = { 8 };
+    char label[128];
+    for (int t = 0; t < 4; t++) {
+        struct tensor *x = testops_tensor(reals[t], 1, d, NULL);
+        for (int i = 0; i < 8; i++)
+            switch (reals[t]) {
+            case ONNX_DTYPE_FLOAT: ((float *)x->data)[i] = v[i]; break;
+            case ONNX_DTYPE_DOUBLE: ((double *)x->data)[i] = v[i]; break;
+            case ONNX_DTYPE_FLOAT16: ((uint16_t *)x->data)[i] = ew_f32_to_f16(v[i]); break;
+            default: ((uint16_t *)x->data)[i] = ew_f32_to_bf16(v[i]); break;
+            }
+        const struct tensor *in[1] = { x };
+        snprintf(label, sizeof label, "IsNaN %s", dn(reals[t]));
+        compare_simple("", "IsNaN", 20, NULL, 0, in, 1, label);
+        for (int neg = 0; neg < 2; neg++)
+            for (int pos = 0; pos < 2; pos++) {
+                struct onnx_attr a[2] = { a_int("detect_negative", neg),
+                                          a_int("detect_positive", pos) };
+                snprintf(label, sizeof label, "IsInf %s neg=%d pos=%d", dn(reals[t]), neg, pos);
+                compare_simple("", "IsInf", 20, a, 2, in, 1, label);
+            }
+        testops_free_all();
+    }
+}
+END_TEST
+
+START_TEST(test_prelu_mod_logical)
+{
+    int64_t dx[4] = { 2, 3, 4, 5 }, dc[3] = { 3, 1, 1 }, dl[1] = { 5 };
+    const struct { int rank; const int64_t *dims; } slopes[] = { { 3, dc }, { 1, dl }, { 0, NULL },
+                                                                 { 4, dx } };
+    static const int prelu_types[] = { ONNX_DTYPE_FLOAT, ONNX_DTYPE_DOUBLE, ONNX_DTYPE_FLOAT16,
+                                       ONNX_DTYPE_BFLOAT16, ONNX_DTYPE_INT32, ONNX_DTYPE_INT64,
+                                       ONNX_DTYPE_UINT32, ONNX_DTYPE_UINT64 };
+    char label[160];
+    for (int t = 0; t < 8; t++)
+        for (int s = 0; s < 4; s++) {
+            int dt = prelu_types[t];
+            const struct tensor *in[3] = { rnd(dt, 4, dx, t < 6 ? -50 : 0, 50),
+                                           rnd(dt, slopes[s].rank, slopes[s].dims, -2, 2), NULL };
+            snprintf(label, sizeof label, "PRelu %s slope #%d", dn(dt), s);
+            compare_real("", "PRelu", 16, NULL, 0, in, 2, label);
+            if (t < 4)
+                for (int wrt = 0; wrt < 2; wrt++) {
+                    const struct tensor *gin[3] = { rnd(dt, 4, dx, -2, 2), in[0], in[1] };
+                    struct onnx_attr a = a_int("wrt", wrt);
+                    snprintf(label, sizeof label, "PReluGrad wrt=%d %s slope #%d", wrt, dn(dt), s);
+                    compare_real("dtrexec", "PReluGrad", 1, &a, 1, gin, 3, label);
+                }
+            testops_free_all();
+        }
+    /* Mod: both modes over every type, broadcasting both ways, zero divisors included */
+    int64_t da[3] = { 3, 1, 5 }, db[2] = { 4, 5 };
+    static const int mod_types[] = { ONNX_DTYPE_FLOAT, ONNX_DTYPE_DOUBLE, ONNX_DTYPE_FLOAT16,
+                                     ONNX_DTYPE_BFLOAT16, ONNX_DTYPE_INT8, ONNX_DTYPE_INT16,
+                                     ONNX_DTYPE_INT32, ONNX_DTYPE_INT64, ONNX_DTYPE_UINT8,
+                                     ONNX_DTYPE_UINT16, ONNX_DTYPE_UINT32, ONNX_DTYPE_UINT64 };
+    for (int t = 0; t < 12; t++)
+        for (int f = 0; f < 2; f++) {
+            int dt = mod_types[t], sgn = t < 8;
+            const struct tensor *in[2] = { rnd(dt, 3, da, sgn ? -40 : 0, 40),
+                                           rnd(dt, 2, db, sgn ? -6 : 0, 6) };
+            struct onnx_attr a = a_int("fmod", f);
+            snprintf(label, sizeof label, "Mod fmod=%d %s", f, dn(dt));
+            compare_real("", "Mod", 13, &a, 1, in, 2, label);
+            if (t < 4) {
+                const struct tensor *gin[3] = { rnd(dt, 3, (int64_t[]){ 3, 4, 5 }, -2, 2), in[0],
+                                                in[1] };
+                snprintf(label, sizeof label, "ModGrad fmod=%d %s", f, dn(dt));
+                compare_real("dtrexec", "ModGrad", 1, &a, 1, gin, 3, label);
+            }
+            testops_free_all();
+        }
+    /* And, Or, Xor: numpy broadcasting (7) and the legacy form (1) */
+    static const char *logic[] = { "And", "Or", "Xor" };
+    int64_t l4[4] = { 2, 3, 4, 5 }, l2[2] = { 3, 4 }, lb[2] = { 4, 1 };
+    for (int o = 0; o < 3; o++) {
+        const struct tensor *in[2] = { rnd(ONNX_DTYPE_BOOL, 4, l4, 0, 1),
+                                       rnd(ONNX_DTYPE_BOOL, 2, lb, 0, 1) };
+        snprintf(label, sizeof label, "%s broadcast", logic[o]);
+        compare_simple("", logic[o], 7, NULL, 0, in, 2, label);
+        const struct tensor *leg[2] = { in[0], rnd(ONNX_DTYPE_BOOL, 2, l2, 0, 1) };
+        struct onnx_attr a[2] = { a_int("broadcast", 1), a_int("axis", 1) };
+        snprintf(label, sizeof label, "%s opset 1 axis 1", logic[o]);
+        compare_simple("", logic[o], 1, a, 2, leg, 2, label);
+        testops_free_all();
+    }
+}
+END_TEST
+
+/* Two cases: "broadcast" holds the ops that run through the one
+ * broadcasting kernel (tests/cuda_emu/run_elem.sh runs it on the host),
+ * "other" the reductions, losses, dropout and optimizers. */
 static Suite *cuda_elem_suite(void)
 {
     Suite *s = suite_create("cuda_elem");
-    TCase *tc = tcase_create("kernels");
+    TCase *tc = tcase_create("broadcast");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_binary_arith);
     tcase_add_test(tc, test_variadic_and_nan);
@@ -1153,15 +1351,21 @@ static Suite *cuda_elem_suite(void)
     tcase_add_test(tc, test_unary);
     tcase_add_test(tc, test_clip);
     tcase_add_test(tc, test_cast);
-    tcase_add_test(tc, test_reduce_axes);
-    tcase_add_test(tc, test_reduce_layouts);
     tcase_add_test(tc, test_unary_grads);
     tcase_add_test(tc, test_div_pow_grads);
-    tcase_add_test(tc, test_select_maxmin_grads);
-    tcase_add_test(tc, test_dropout);
-    tcase_add_test(tc, test_losses);
-    tcase_add_test(tc, test_optimizers);
+    tcase_add_test(tc, test_activations);
+    tcase_add_test(tc, test_isnan_isinf);
+    tcase_add_test(tc, test_prelu_mod_logical);
     suite_add_tcase(s, tc);
+    TCase *other = tcase_create("other");
+    tcase_set_timeout(other, 600);
+    tcase_add_test(other, test_reduce_axes);
+    tcase_add_test(other, test_reduce_layouts);
+    tcase_add_test(other, test_select_maxmin_grads);
+    tcase_add_test(other, test_dropout);
+    tcase_add_test(other, test_losses);
+    tcase_add_test(other, test_optimizers);
+    suite_add_tcase(s, other);
     /* its own case, so the host emulator can run it alone (CK_RUN_CASE) */
     TCase *rx = tcase_create("reduce_ext");
     tcase_set_timeout(rx, 600);

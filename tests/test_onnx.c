@@ -574,6 +574,52 @@ START_TEST(test_ir3_initializer_inputs)
 }
 END_TEST
 
+/* onnx/half.c's conversions: every finite float16 survives float and back;
+ * a float halfway between two neighbours rounds to the even one; overflow
+ * goes to infinity; bfloat16 rounds to nearest even. (tests/half_check.py
+ * runs whole float16/bfloat16 models.) */
+START_TEST(test_half_conversions)
+{
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        float f = onnx_half_to_float((uint16_t)h, ONNX_DTYPE_FLOAT16);
+        if (isnan(f)) {
+            ck_assert_int_eq(h & 0x7c00, 0x7c00);
+            continue;
+        }
+        ck_assert_uint_eq(onnx_float_to_half(f, ONNX_DTYPE_FLOAT16), h);
+        if ((h & 0x7fff) < 0x7bff) {   /* halfway to the next magnitude: the even one wins */
+            float next = onnx_half_to_float((uint16_t)(h + 1), ONNX_DTYPE_FLOAT16);
+            float mid = (float)(((double)f + (double)next) / 2);
+            uint16_t r = onnx_float_to_half(mid, ONNX_DTYPE_FLOAT16);
+            ck_assert_uint_eq(r, (h & 1) ? h + 1 : h);
+        }
+        float b = onnx_half_to_float((uint16_t)h, ONNX_DTYPE_BFLOAT16);
+        if (!isnan(b))
+            ck_assert_uint_eq(onnx_float_to_half(b, ONNX_DTYPE_BFLOAT16), h);
+    }
+    ck_assert_uint_eq(onnx_float_to_half(65504.0f, ONNX_DTYPE_FLOAT16), 0x7bff);
+    ck_assert_uint_eq(onnx_float_to_half(65520.0f, ONNX_DTYPE_FLOAT16), 0x7c00);
+    ck_assert_uint_eq(onnx_float_to_half(-1e30f, ONNX_DTYPE_FLOAT16), 0xfc00);
+    ck_assert_uint_eq(onnx_float_to_half(1e-30f, ONNX_DTYPE_FLOAT16), 0);
+    ck_assert_uint_eq(onnx_float_to_half(1.0f + 0x1p-8f, ONNX_DTYPE_BFLOAT16), 0x3f80);   /* tie: even */
+    ck_assert_uint_eq(onnx_float_to_half(1.0f + 0x1p-8f + 0x1p-20f, ONNX_DTYPE_BFLOAT16), 0x3f81);
+    ck_assert(isnan(onnx_half_to_float(onnx_float_to_half(NAN, ONNX_DTYPE_BFLOAT16), ONNX_DTYPE_BFLOAT16)));
+}
+END_TEST
+
+/* What `pip install onnx` writes today (1.23: make_model's IR 14, opset 28). */
+START_TEST(test_ir14_opset28)
+{
+    ck_assert_msg(gen_ok, "generated test data missing");
+    struct onnx_model *m = load_ok(gen_path("ir14_opset28.onnx"));
+    ck_assert_int_eq(m->ir_version, 14);
+    ck_assert_int_eq(onnx_model_opset(m, ""), 28);
+    ck_assert_int_eq(m->graph->n_initializers, 1);
+    check_w_values(&m->graph->initializers[0], 1.0f, "w");
+    onnx_model_free(m);
+}
+END_TEST
+
 START_TEST(test_symbolic_dims_and_opsets)
 {
     ck_assert_msg(gen_ok, "generated test data missing");
@@ -1107,6 +1153,8 @@ static Suite *onnx_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_external_data);
     tcase_add_test(tc, test_ir3_initializer_inputs);
+    tcase_add_test(tc, test_ir14_opset28);
+    tcase_add_test(tc, test_half_conversions);
     tcase_add_test(tc, test_symbolic_dims_and_opsets);
     tcase_add_test(tc, test_out_of_order_sorted);
     tcase_add_test(tc, test_every_attribute_kind);

@@ -431,6 +431,9 @@ static cudaError_t ew_run_flat(cudaStream_t s, const struct cuda_ew_geom *g, voi
 /* The launchers of the other .cu files, called by cuda_ew_launch. */
 cudaError_t ew_unary_launch(cudaStream_t s, int op, int dtype, const struct cuda_ew_geom *g,
                             void *out, const void *const *in, const struct cuda_ew_consts *k);
+cudaError_t ew_activation_launch(cudaStream_t s, int op, int dtype, const struct cuda_ew_geom *g,
+                                 void *out, const void *const *in,
+                                 const struct cuda_ew_consts *k);
 cudaError_t ew_cast_launch(cudaStream_t s, int from, int to, const struct cuda_ew_geom *g,
                            void *out, const void *const *in, const struct cuda_ew_consts *k);
 

@@ -1,7 +1,8 @@
 /* ops/cuda/elem-impl.h — what the host files of the elementwise family
- * share (ops/cuda/elem.c, elem_unary.c, elem_reduce.c, elem_reduce_ext.c,
- * elem_loss.c): the launch helpers and the kernels each file defines, which
- * elem.c lists in the family's one table, cuda_kernels_elem. Not for use outside ops/cuda/. */
+ * share (ops/cuda/elem.c, elem_unary.c, elem_activation.c, elem_reduce.c,
+ * elem_reduce_ext.c, elem_loss.c): the launch helpers and the kernels each
+ * file defines, which elem.c lists in the family's one table,
+ * cuda_kernels_elem. Not for use outside ops/cuda/. */
 #ifndef DTRX_OPS_CUDA_ELEM_IMPL_H
 #define DTRX_OPS_CUDA_ELEM_IMPL_H
 
@@ -70,6 +71,40 @@ int cuda_elem_gelu_grad(struct op_call *c);
 int cuda_elem_clip_grad(struct op_call *c);
 int cuda_elem_dropout(struct op_call *c);
 int cuda_elem_dropout_grad(struct op_call *c);
+
+/* ops/cuda/elem_activation.c: Sin ... IsInf, the activations with PRelu,
+ * Mod, And/Or/Xor and their gradient kernels */
+int cuda_elem_sin(struct op_call *c);
+int cuda_elem_cos(struct op_call *c);
+int cuda_elem_sign(struct op_call *c);
+int cuda_elem_floor(struct op_call *c);
+int cuda_elem_ceil(struct op_call *c);
+int cuda_elem_round(struct op_call *c);
+int cuda_elem_isnan(struct op_call *c);
+int cuda_elem_isinf(struct op_call *c);
+int cuda_elem_hardsigmoid(struct op_call *c);
+int cuda_elem_hardswish(struct op_call *c);
+int cuda_elem_softplus(struct op_call *c);
+int cuda_elem_elu(struct op_call *c);
+int cuda_elem_selu(struct op_call *c);
+int cuda_elem_celu(struct op_call *c);
+int cuda_elem_mish(struct op_call *c);
+int cuda_elem_swish(struct op_call *c);
+int cuda_elem_prelu(struct op_call *c);
+int cuda_elem_mod(struct op_call *c);
+int cuda_elem_and(struct op_call *c);
+int cuda_elem_or(struct op_call *c);
+int cuda_elem_xor(struct op_call *c);
+int cuda_elem_hardsigmoid_grad(struct op_call *c);
+int cuda_elem_hardswish_grad(struct op_call *c);
+int cuda_elem_softplus_grad(struct op_call *c);
+int cuda_elem_elu_grad(struct op_call *c);
+int cuda_elem_selu_grad(struct op_call *c);
+int cuda_elem_celu_grad(struct op_call *c);
+int cuda_elem_mish_grad(struct op_call *c);
+int cuda_elem_swish_grad(struct op_call *c);
+int cuda_elem_prelu_grad(struct op_call *c);
+int cuda_elem_mod_grad(struct op_call *c);
 
 /* ops/cuda/elem_reduce.c */
 int cuda_elem_reduce(struct op_call *c);

@@ -45,6 +45,27 @@ enum cuda_ew_op {
     CUDA_EW_WHERE,
     /* out dtype_b = X dtype_a, converted as ops/cast.c does */
     CUDA_EW_CAST,
+    /* ops/cuda/elem_activation_kernels.cu; "real" is float, double, float16
+     * and bfloat16 (the 16-bit types computed in float).
+     * out T = f(X T), T real */
+    CUDA_EW_SIN, CUDA_EW_COS, CUDA_EW_FLOOR, CUDA_EW_CEIL, CUDA_EW_ROUND, CUDA_EW_HARDSIGMOID,
+    CUDA_EW_HARDSWISH, CUDA_EW_SOFTPLUS, CUDA_EW_ELU, CUDA_EW_SELU, CUDA_EW_CELU, CUDA_EW_MISH,
+    CUDA_EW_SWISH,
+    /* out T = sign(X T), T real or integer */
+    CUDA_EW_SIGN,
+    /* out bool = f(X T), T real */
+    CUDA_EW_ISNAN, CUDA_EW_ISINF,
+    /* out T = f(dy T, X T), T real */
+    CUDA_EW_HARDSIGMOID_GRAD, CUDA_EW_HARDSWISH_GRAD, CUDA_EW_SOFTPLUS_GRAD, CUDA_EW_ELU_GRAD,
+    CUDA_EW_SELU_GRAD, CUDA_EW_CELU_GRAD, CUDA_EW_MISH_GRAD, CUDA_EW_SWISH_GRAD,
+    /* out T = f(A T, B T), broadcasting: PRelu (real, int32, int64, uint32,
+     * uint64), Mod floored and truncated (real, every integer) */
+    CUDA_EW_PRELU, CUDA_EW_MOD, CUDA_EW_FMOD,
+    /* out bool = f(A bool, B bool) */
+    CUDA_EW_AND, CUDA_EW_OR, CUDA_EW_XOR,
+    /* out T = f(dy T, A T, B T), T real: PReluGrad (A = X, B = slope),
+     * ModGrad (floored, truncated) */
+    CUDA_EW_PRELU_GRAD_X, CUDA_EW_PRELU_GRAD_SLOPE, CUDA_EW_MOD_GRAD, CUDA_EW_FMOD_GRAD,
     CUDA_EW_OP_COUNT
 };
 
@@ -61,11 +82,14 @@ struct cuda_ew_geom {
 
 /* Per-call constants: LeakyRelu's alpha; Clip's bounds as elements of the
  * input's dtype, each either a device scalar (lo, hi) or, when that is NULL,
- * the bits in lo_bits / hi_bits. */
+ * the bits in lo_bits / hi_bits; the activations' alpha, beta, gamma (as
+ * struct act_params); IsInf's detect_negative and detect_positive. */
 struct cuda_ew_consts {
     float alpha;
     const void *lo, *hi;
     uint64_t lo_bits, hi_bits;
+    float beta, gamma;
+    int detect_negative, detect_positive;
 };
 
 /* out = op(in[0], ..., in[n_in - 1]) over the geometry. With g == NULL it

@@ -257,6 +257,8 @@ extern "C" cudaError_t cuda_ew_launch(cudaStream_t stream, int op, int dtype_a, 
         k = &none;
     if (op == CUDA_EW_CAST)
         return ew_cast_launch(stream, dtype_a, dtype_b, g, out, in, k);
+    if (op > CUDA_EW_CAST && op < CUDA_EW_OP_COUNT)
+        return ew_activation_launch(stream, op, dtype_a, g, out, in, k);
     if (op >= CUDA_EW_SQRT && op <= CUDA_EW_CLIP_GRAD)
         return ew_unary_launch(stream, op, dtype_a, g, out, in, k);
     return ew_binary_launch(stream, op, dtype_a, dtype_b, g, out, in, k);

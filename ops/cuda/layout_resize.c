@@ -52,6 +52,9 @@ int cuda_resize(struct op_call *c)
     struct tensor *y = c->out[0];
     cudaStream_t s = cuda_ctx_of(c)->stream;
     size_t esize = onnx_dtype_size(x->dtype);
+    if (p->general)
+        return op_error(c, "Resize with mode cubic, antialias, exclude_outside or tf_crop_and_resize runs on "
+                           "the CPU only (--device cpu)");
     if (tensor_numel(y) == 0)
         return 0;
     if (p->linear && x->dtype != ONNX_DTYPE_FLOAT && x->dtype != ONNX_DTYPE_DOUBLE)
@@ -119,6 +122,9 @@ int cuda_resize_grad(struct op_call *c)
     struct tensor *x = c->out[0];
     cudaStream_t s = cuda_ctx_of(c)->stream;
     int rank = dy->rank, dbl = dy->dtype == ONNX_DTYPE_DOUBLE;
+    if (p->mode.general)
+        return op_error(c, "the gradient of Resize with mode cubic, antialias, exclude_outside or "
+                           "tf_crop_and_resize runs on the CPU only (--device cpu)");
     if (dy->dtype != ONNX_DTYPE_FLOAT && dy->dtype != ONNX_DTYPE_DOUBLE)
         return op_error(c, "dy must be float or double, got %s", onnx_dtype_name(dy->dtype));
     if (tensor_numel(x) == 0)

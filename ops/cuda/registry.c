@@ -20,8 +20,17 @@ extern const struct cuda_kernel_entry cuda_kernels_elem[];
 #ifdef DTRX_CUDA_HAS_LAYOUT
 extern const struct cuda_kernel_entry cuda_kernels_layout[];
 #endif
+#ifdef DTRX_CUDA_HAS_MISC
+extern const struct cuda_kernel_entry cuda_kernels_misc[];
+#endif
 #ifdef DTRX_CUDA_HAS_BLAS
 extern const struct cuda_kernel_entry cuda_kernels_blas[];
+#endif
+#ifdef DTRX_CUDA_HAS_NORM
+extern const struct cuda_kernel_entry cuda_kernels_norm[];
+#endif
+#ifdef DTRX_CUDA_HAS_ATTN
+extern const struct cuda_kernel_entry cuda_kernels_attn[];
 #endif
 
 static const struct cuda_kernel_entry *const families[] = {
@@ -36,6 +45,15 @@ static const struct cuda_kernel_entry *const families[] = {
 #endif
 #ifdef DTRX_CUDA_HAS_LAYOUT
     cuda_kernels_layout,
+#endif
+#ifdef DTRX_CUDA_HAS_NORM
+    cuda_kernels_norm,
+#endif
+#ifdef DTRX_CUDA_HAS_ATTN
+    cuda_kernels_attn,
+#endif
+#ifdef DTRX_CUDA_HAS_MISC
+    cuda_kernels_misc,
 #endif
     NULL,
 };

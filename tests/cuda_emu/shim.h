@@ -9,8 +9,8 @@
 #include <cstring>
 #include <cstdint>
 #include <cmath>
-#include <memory>
 #include <csetjmp>
+#include <memory>
 #include <ucontext.h>
 struct edim3 { unsigned x, y, z; edim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {} };
 #define dim3 edim3
@@ -18,9 +18,10 @@ extern thread_local edim3 threadIdx, blockIdx;
 extern edim3 blockDim, gridDim;
 extern std::barrier<> *emu_bar;
 /* Kernels named *_block_kernel run their block's threads as fibers on one
- * OS thread: each __syncthreads switches back to a round-robin scheduler,
- * and a round ends with every fiber at the same barrier (or finished). A
- * fiber starts through makecontext/swapcontext and switches afterwards by
+ * OS thread (a thread per GPU thread is too slow for 256-thread blocks):
+ * each __syncthreads switches back to a round-robin scheduler, and a round
+ * ends with every fiber at the same barrier (or finished). A fiber starts
+ * through makecontext/swapcontext and switches afterwards by
  * _setjmp/_longjmp, which skip the signal-mask system call. */
 struct emu_fibers {
     unsigned n = 0, cur = 0;
@@ -28,10 +29,9 @@ struct emu_fibers {
     ucontext_t sched;
     struct jb_box { jmp_buf b; };
     std::vector<jb_box> jb;
-    std::vector<char> started;
+    std::vector<char> started, done;
     jmp_buf sched_jb;
     std::vector<std::unique_ptr<char[]>> stacks;   /* kept from launch to launch */
-    std::vector<char> done;
     std::function<void()> body;
 };
 extern emu_fibers *emu_fib;
@@ -51,6 +51,8 @@ const size_t EMU_FIBER_STACK = 256 << 10;
 #define __forceinline__ inline
 #undef __shared__
 #define __shared__ static
+#undef __launch_bounds__
+#define __launch_bounds__(...)
 inline void __syncthreads()
 {
     if (!emu_fib)
@@ -64,6 +66,9 @@ inline void emu_fiber_entry()
     emu_fib->done[emu_fib->cur] = 1;
     _longjmp(emu_fib->sched_jb, 1);
 }
+inline float __uint_as_float(uint32_t u) { float f; memcpy(&f, &u, sizeof f); return f; }
+inline uint32_t __float_as_uint(float f) { uint32_t u; memcpy(&u, &f, sizeof u); return u; }
+inline long long __double_as_longlong(double d) { long long u; memcpy(&u, &d, sizeof u); return u; }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline double __dadd_rn(double a, double b) { return a + b; }
@@ -78,9 +83,9 @@ template <typename F> void emu_launch(edim3 g, edim3 b, int mode, F f)
         emu_fibers &fb = emu_fiber_pool();
         fb.n = b.x * b.y;
         fb.ctx.resize(fb.n);
-        fb.done.resize(fb.n);
         fb.jb.resize(fb.n);
         fb.started.resize(fb.n);
+        fb.done.resize(fb.n);
         while (fb.stacks.size() < fb.n)
             fb.stacks.emplace_back(new char[EMU_FIBER_STACK]);
         fb.body = f;
@@ -92,8 +97,7 @@ template <typename F> void emu_launch(edim3 g, edim3 b, int mode, F f)
                 fb.ctx[i].uc_stack.ss_size = EMU_FIBER_STACK;
                 fb.ctx[i].uc_link = &fb.sched;
                 makecontext(&fb.ctx[i], emu_fiber_entry, 0);
-                fb.done[i] = 0;
-                fb.started[i] = 0;
+                fb.started[i] = fb.done[i] = 0;
             }
             emu_fib = &fb;
             for (bool any = true; any;) {

@@ -58,12 +58,18 @@ static const struct backend emu = { .kind = BACKEND_CUDA, .name = "cuda-emu", .c
                                     .copy_to_device = e_to_dev, .copy_to_host = e_to_host, .synchronize = e_sync };
 const struct backend *cuda_backend_open(char *why, size_t n) { return &emu; }
 void cuda_backend_close(const struct backend *b) {}
-/* The kernel tables of the binary (run.sh writes them per test). */
-extern const struct cuda_kernel_entry *const emu_tables[];
+/* The tables of the families a suite links (run.sh, run_elem.sh): weak,
+ * absent ones are NULL. */
+extern const struct cuda_kernel_entry cuda_kernels_layout[] __attribute__((weak));
+extern const struct cuda_kernel_entry cuda_kernels_elem[] __attribute__((weak));
+extern const struct cuda_kernel_entry cuda_kernels_norm[] __attribute__((weak));
+extern const struct cuda_kernel_entry cuda_kernels_attn[] __attribute__((weak));
 cuda_kernel_fn cuda_kernel_find(const char *domain, const char *name)
 {
-    for (int t = 0; emu_tables[t]; t++)
-        for (const struct cuda_kernel_entry *e = emu_tables[t]; e->name; e++)
+    const struct cuda_kernel_entry *const tables[] = { cuda_kernels_layout, cuda_kernels_elem, cuda_kernels_norm,
+                                                       cuda_kernels_attn };
+    for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
+        for (const struct cuda_kernel_entry *e = tables[t]; e && e->name; e++)
             if (!strcmp(e->name, name) && !strcmp(e->domain, domain ? domain : ""))
                 return e->kernel;
     return NULL;

@@ -9,7 +9,14 @@ AveragePool with and without padding in the count, ceil_mode;
 GlobalAveragePool; BatchNormalization in training (gradcheck runs every
 forward with env->training = 1, so the batch statistics are used
 consistently) and LayerNormalization over various axes with broadcast
-Scale/B."""
+Scale/B; RMSNormalization (rms_norm.c) over various axes;
+GroupNormalization 18 (Scale/B per group) and 21 (per channel) and
+InstanceNormalization (group_norm.c); RotaryEmbedding (rotary.c: halves and
+interleaved, partial rotation, 3-D input, with and without position_ids; the
+caches are constants); Attention (attention.c): 3-D and 4-D, grouped-query,
+scale, causal, bool and float masks (constants), past key/value with the
+present outputs feeding the loss, softcap, sliding windows and
+nonpad_kv_seqlen."""
 import numpy as np
 from onnx import helper
 
@@ -18,10 +25,12 @@ from gradutil import graph_model, rand, single_op
 CASES = []
 
 
-def case(name, model, args=None):
+def case(name, model, args=None, no_grad=None):
     c = {"name": name, "model": model}
     if args:
         c["args"] = args
+    if no_grad:
+        c["no_grad"] = no_grad
     CASES.append(c)
 
 
@@ -185,3 +194,101 @@ convt("2d_dilation", rand(1, 2, 3, 3), rand(2, 2, 2, 2), dilations=[2, 2])
 convt("2d_output_shape", rand(1, 2, 3, 3), rand(2, 2, 3, 3), rand(2), strides=[2, 2], output_shape=[8, 8])
 convt("2d_same_upper", rand(1, 2, 3, 3), rand(2, 2, 3, 3), strides=[2, 2], auto_pad="SAME_UPPER")
 convt("3d", rand(1, 2, 2, 3, 2), rand(2, 2, 2, 2, 2), rand(2), strides=[1, 2, 2])
+
+
+# ---- RMSNormalization --------------------------------------------------------------------
+def rms(name, x, axis, scale_shape, **attrs):
+    ins = [("x", x), ("scale", rand(*scale_shape, low=0.5, high=1.5))]
+    case("rmsnorm_" + name, single_op("RMSNormalization", ins, opset=23, attrs=dict(axis=axis, **attrs)))
+
+
+rms("last", rand(3, 8), -1, (8,))
+rms("axis1", rand(2, 3, 4), 1, (3, 4), epsilon=1e-3)
+rms("axis0", rand(3, 5), 0, (3, 5))
+rms("bcast_scale", rand(2, 3, 4), 1, (1, 4))
+rms("llama_like", rand(2, 4, 32), -1, (32,))
+
+
+# ---- GroupNormalization, InstanceNormalization ----------------------------------------------
+def gn(name, x, groups, per_channel, opset, **attrs):
+    n = x.shape[1] if per_channel else groups
+    ins = [("x", x), ("scale", rand(n, low=0.5, high=1.5)), ("bias", rand(n))]
+    case("groupnorm_" + name, single_op("GroupNormalization", ins, opset=opset,
+                                        attrs=dict(num_groups=groups, **attrs)))
+
+
+gn("21_g2", rand(2, 4, 3, 3), 2, True, 21)
+gn("21_g1_1d", rand(3, 6, 5), 1, True, 21, epsilon=1e-3)
+gn("21_per_channel_groups", rand(2, 3, 4), 3, True, 21)
+gn("18_per_group", rand(2, 6, 2, 3), 3, False, 18)
+gn("21_3d", rand(1, 4, 2, 3, 2), 2, True, 21)
+# opset 18 with per-channel Scale/B, as exporters wrote before 21 fixed the spec
+gn("18_per_channel_legacy", rand(2, 4, 3), 2, True, 18)
+case("instancenorm_2d", single_op("InstanceNormalization", [("x", rand(2, 3, 4, 3)), ("s", rand(3, low=0.5, high=1.5)),
+                                                           ("b", rand(3))], opset=22))
+case("instancenorm_1d_opset17", single_op("InstanceNormalization", [("x", rand(3, 2, 5)), ("s", rand(2, low=0.5, high=1.5)),
+                                                                  ("b", rand(2))], opset=17, attrs=dict(epsilon=1e-3)))
+
+
+# ---- RotaryEmbedding ----------------------------------------------------------------------
+def rope_caches(rows, half):
+    ang = np.outer(np.arange(rows), 1.0 / (10000 ** (np.arange(half) / half))).astype(np.float32)
+    return np.cos(ang), np.sin(ang)
+
+
+def rope(name, x, half, pos=None, batch_seq=None, **attrs):
+    if pos is not None:
+        cos, sin = rope_caches(12, half)
+    else:
+        cos, sin = rope_caches(batch_seq[0] * batch_seq[1], half)
+        cos, sin = cos.reshape(*batch_seq, half), sin.reshape(*batch_seq, half)
+    ins = [("x", x), ("cos", cos), ("sin", sin)] + ([("pos", pos)] if pos is not None else [])
+    case("rotary_" + name, single_op("RotaryEmbedding", ins, opset=23, attrs=attrs), no_grad=["cos", "sin"])
+
+
+POS = np.array([[0, 3, 5], [7, 1, 11]], dtype=np.int64)
+rope("4d", rand(2, 2, 3, 8), 4, POS)
+rope("4d_interleaved", rand(2, 2, 3, 8), 4, POS, interleaved=1)
+rope("4d_partial", rand(2, 2, 3, 8), 2, POS, rotary_embedding_dim=4)
+rope("3d_interleaved_partial", rand(2, 3, 12), 1, POS, num_heads=2, interleaved=1, rotary_embedding_dim=2)
+rope("3d_no_position_ids", rand(2, 3, 8), 2, batch_seq=(2, 3), num_heads=2)
+
+
+# ---- Attention ----------------------------------------------------------------------------
+def attention(name, inputs, n_outputs=1, opset=23, no_grad=(), **attrs):
+    ins = [(k, v) for k, v in inputs]
+    model = single_op("Attention", ins, n_outputs=n_outputs, opset=opset, attrs=attrs)
+    case("attention_" + name, model, no_grad=list(no_grad))
+
+
+def qkv4(b, hq, hkv, sq, skv, d, dv=None):
+    return [("q", rand(b, hq, sq, d)), ("k", rand(b, hkv, skv, d)), ("v", rand(b, hkv, skv, dv or d))]
+
+
+attention("4d", qkv4(2, 2, 2, 3, 4, 4))
+attention("4d_scaled_dv", qkv4(1, 2, 2, 3, 3, 4, 5), scale=0.7)
+attention("4d_gqa_causal", qkv4(2, 4, 2, 4, 4, 3), is_causal=1)
+attention("3d_gqa", [("q", rand(2, 3, 8)), ("k", rand(2, 4, 4)), ("v", rand(2, 4, 6))], q_num_heads=4, kv_num_heads=2)
+attention("3d_causal_cross", [("q", rand(1, 3, 6)), ("k", rand(1, 5, 6)), ("v", rand(1, 5, 6))], q_num_heads=2,
+          kv_num_heads=2, is_causal=1)
+attention("bool_mask", qkv4(2, 2, 1, 3, 4, 4) + [("m", np.array([[1, 0, 1, 1], [1, 1, 0, 1], [0, 0, 1, 1]], bool))])
+attention("float_mask_bcast", qkv4(2, 2, 2, 3, 4, 4) + [("m", rand(2, 1, 3, 4))], no_grad=["m"])
+attention("short_mask_causal", qkv4(1, 2, 2, 3, 5, 4) + [("m", rand(2, 3, 4))], is_causal=1, no_grad=["m"])
+attention("softcap", qkv4(1, 2, 2, 3, 4, 4), softcap=0.8, scale=2.0)
+# past key/value, with the present outputs feeding the loss as well as Y
+# (sum of squares of each, so no output's gradient is uniform)
+case("attention_past_present", graph_model(
+    [helper.make_node("Attention", ["q", "k", "v", "", "pk", "pv"], ["y", "prk", "prv"], is_causal=1)]
+    + [helper.make_node("Mul", [t, t], [t + "2"]) for t in ("y", "prk", "prv")]
+    + [helper.make_node("ReduceSum", [t + "2"], [t + "s"], keepdims=0) for t in ("y", "prk", "prv")]
+    + [helper.make_node("Sum", ["ys", "prks", "prvs"], ["loss"])],
+    {"q": rand(1, 4, 2, 3), "k": rand(1, 2, 2, 3), "v": rand(1, 2, 2, 3), "pk": rand(1, 2, 3, 3),
+     "pv": rand(1, 2, 3, 3)}, ["loss"], opset=23))
+attention("3d_past_mask", [("q", rand(1, 2, 8)), ("k", rand(1, 2, 8)), ("v", rand(1, 2, 8)), ("m", rand(1, 5)),
+                           ("pk", rand(1, 2, 3, 4)), ("pv", rand(1, 2, 3, 4))], q_num_heads=2, kv_num_heads=2,
+          no_grad=["m"])
+attention("window_25", qkv4(1, 2, 2, 5, 5, 3), opset=25, left_window_size=2, right_window_size=1)
+attention("nonpad_causal_24", qkv4(2, 2, 2, 2, 5, 3) + [("", None), ("", None), ("", None),
+                                                        ("n", np.array([4, 2], np.int64))], opset=24, is_causal=1)
+# a fully masked query row (key 0 never visible, query 0 attends only it): its output and gradient are zero
+attention("fully_masked_row", qkv4(1, 1, 1, 3, 3, 2) + [("m", np.array([False, True, True]))], is_causal=1)

@@ -146,6 +146,24 @@ case("resize_nearest_ceil_axes_v18", single_op("Resize", [("x", rand(2, 3, 4)), 
                                                           ("sz", i64(5, 3))],
                                                opset=18, attrs={"mode": "nearest", "nearest_mode": "ceil",
                                                                 "axes": [-1, 1]}))
+# The separable path (ops/resize_general.c): cubic, antialias, exclude_outside,
+# tf_crop_and_resize (roi "r", a constant) and keep_aspect_ratio_policy.
+def resize18(x, sizes=None, scales=None, roi=None, **attrs):
+    return single_op("Resize", [("x", x), ("r", roi), ("sc", scales), ("sz", sizes)], opset=19, attrs=attrs)
+
+
+case("resize_cubic_up", resize18(rand(1, 2, 3, 4), sizes=i64(1, 2, 5, 7), mode="cubic"))
+case("resize_cubic_down_exclude", resize18(rand(1, 1, 6, 5), sizes=i64(1, 1, 4, 3), mode="cubic",
+                                           exclude_outside=1, cubic_coeff_a=-0.5))
+case("resize_cubic_antialias_down", resize18(rand(1, 1, 8, 7), sizes=i64(1, 1, 3, 3), mode="cubic", antialias=1))
+case("resize_linear_antialias_down", resize18(rand(2, 1, 7, 9), scales=np.array([1, 1, 0.5, 0.4], np.float32),
+                                              mode="linear", antialias=1))
+case("resize_tf_crop_linear", resize18(rand(1, 1, 5, 6), sizes=i64(1, 1, 4, 4),
+                                       roi=np.array([0, 0, -0.1, 0.2, 1, 1, 0.7, 1.2], np.float32), mode="linear",
+                                       coordinate_transformation_mode="tf_crop_and_resize",
+                                       extrapolation_value=2.0))
+case("resize_cubic_not_larger_axes", resize18(rand(2, 5, 4), sizes=i64(3, 6), mode="cubic", axes=[2, 1],
+                                              keep_aspect_ratio_policy="not_larger"))
 
 # ---- Dropout ------------------------------------------------------------------------
 # gradcheck runs every forward in training mode, so ratio > 0 draws masks;

@@ -108,6 +108,10 @@ ir3 = model([helper.make_node("Add", ["x", "w"], ["y"])], [X, fvi("w", [2, 3])],
             [numpy_helper.from_array(W_VALUES, "w")], ir=3, opsets=(("", 7),))
 save(ir3, "ir3.onnx")
 
+# The newest IR and opset the current onnx release writes (onnx 1.23: IR 14, opset 28).
+save(model([helper.make_node("Add", ["x", "w"], ["y"])], [X], [Y], [numpy_helper.from_array(W_VALUES, "w")],
+           ir=14, opsets=(("", 28),)), "ir14_opset28.onnx")
+
 # Symbolic dims, value_info, a default domain spelled "ai.onnx", opset of a custom domain.
 sym = model([helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Neg", ["h"], ["y"])],
             [fvi("x", ["N", 3])], [fvi("y", ["N", 3])], value_info=[fvi("h", ["N", 3])],
@@ -249,9 +253,9 @@ bad_model(model([relu("nope", "y", "lonely")], [X], [Y]), "missing_input.onnx", 
 bad_model(model([relu("x", "y")], [X], [Y, fvi("z", [1])]), "missing_output.onnx", "output 'z' is missing")
 bad_model(model([relu("x", "y")], [X, X], [Y]), "dup_graph_input.onnx", "declared twice")
 bad_model(model([helper.make_node("Relu", ["x"], ["y"])], [X], [Y], ir=2), "ir2.onnx", "ir_version 2")
-bad_model(model([relu("x", "y")], [X], [Y], ir=14), "ir14.onnx", "ir_version 14")
-bad_model(model([relu("x", "y")], [X], [Y], opsets=(("", 6),)), "opset6.onnx", "opset 6")
-bad_model(model([relu("x", "y")], [X], [Y], opsets=(("", 26),)), "opset26.onnx", "opset 26")
+bad_model(model([relu("x", "y")], [X], [Y], ir=15), "ir15.onnx", "ir_version 15")
+bad_model(model([relu("x", "y")], [X], [Y], opsets=(("", 0),)), "opset0.onnx", "opset 0")
+bad_model(model([relu("x", "y")], [X], [Y], opsets=(("", 29),)), "opset29.onnx", "opset 29")
 bad_model(model([relu("x", "y")], [X], [Y], opsets=(("", 13), ("ai.onnx", 14))), "opset_twice.onnx", "twice")
 bad_model(model([relu("x", "y")], [X], [Y], opsets=(("com.example", 1),)), "no_default_opset.onnx",
           "not in the model's opset imports")
