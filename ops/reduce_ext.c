@@ -20,7 +20,8 @@
  * SumSquare, sign(x) for L1, x / y for L2 (0 where y = 0, as PyTorch's
  * norm), 1 / sum = exp(-y) for LogSum, exp(x - y) for LogSumExp, and for
  * Prod the product of the group's other elements, computed from the count of
- * zeros and the product of the non-zero ones (no division by a zero). */
+ * zeros and the product of the non-zero ones (no division by a zero).
+ * CUDA kernels: ops/cuda/elem_reduce_ext.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,8 @@
 #include "ops/elementwise-impl.h"
 #include "ops/params.h"
 
+/* The values are ABI: the CUDA kernels (ops/cuda/elem_reduce_ext_kernels.cu)
+ * and the ReduceExtGrad `kind` attribute use them. */
 enum rx_kind { RX_PROD, RX_L1, RX_L2, RX_SUM_SQUARE, RX_LOG_SUM, RX_LOG_SUM_EXP, RX_KIND_COUNT };
 
 static const char *const rx_names[RX_KIND_COUNT] = {

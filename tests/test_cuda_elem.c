@@ -4,7 +4,9 @@
  * Sum/Max/Min, Pow with mixed dtypes, the unary ops and their gradients,
  * Clip in both forms, comparisons, Where, Cast between all 13 dtypes on
  * special values (bit-exact), the four reductions over many axis sets and
- * layouts (inner, outer, segmented, empty), ReduceSelectGrad, MaxMinGrad,
+ * layouts (inner, outer, segmented, empty), ReduceProd, ReduceL1,
+ * ReduceL2, ReduceSumSquare, ReduceLogSum, ReduceLogSumExp and
+ * ReduceExtGrad (case "reduce_ext"), ReduceSelectGrad, MaxMinGrad,
  * DivGrad, PowGrad, Dropout and DropoutGrad (the same mask bit for bit),
  * both losses and their gradients, the three optimizer steps, and the ops
  * of ops/activation.c, unary_math.c, mod.c and logical.c with their
@@ -1054,6 +1056,94 @@ START_TEST(test_optimizers)
 }
 END_TEST
 
+/* ---- ReduceProd, L1, L2, SumSquare, LogSum, LogSumExp and ReduceExtGrad --------------- */
+
+static const char *const rx_ops[] = { "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
+                                      "ReduceLogSum", "ReduceLogSumExp" };
+
+START_TEST(test_reduce_ext)
+{
+    static const int types[] = { ONNX_DTYPE_FLOAT, ONNX_DTYPE_DOUBLE, ONNX_DTYPE_INT32, ONNX_DTYPE_INT64,
+                                 ONNX_DTYPE_UINT32 };
+    static int64_t axes_sets[][3] = { { 0 }, { 2 }, { 0, 2 }, { -1, 1 }, { 0, 1, 2 } };
+    static const int n_axes[] = { 1, 1, 2, 2, 3 };
+    int64_t d[3] = { 3, 70, 5 };
+    char label[160];
+    for (int o = 0; o < 6; o++)
+        for (int t = 0; t < 5; t++) {
+            int dt = types[t];
+            /* products stay near 1, logs see positive sums */
+            struct tensor *x = o == 0 ? rnd(dt, 3, d, dt == ONNX_DTYPE_UINT32 ? 0 : -2, 2)
+                               : o == 4 ? rnd(dt, 3, d, 1, 3) : rnd(dt, 3, d, dt == ONNX_DTYPE_UINT32 ? 0 : -3, 3);
+            if (o == 0 && is_floating(dt))
+                x = rnd(dt, 3, d, 0.9, 1.1);
+            for (size_t s = 0; s <= sizeof n_axes / sizeof n_axes[0]; s++)
+                for (int as_input = 0; as_input < 2; as_input++)
+                    for (int keep = 0; keep < 2; keep++) {
+                        struct onnx_attr attrs[3];
+                        int na = 0, n_in = 1, noop = s == sizeof n_axes / sizeof n_axes[0];
+                        attrs[na++] = a_int("keepdims", keep);
+                        const struct tensor *in[2] = { x, NULL };
+                        if (noop && !as_input)
+                            continue;
+                        if (noop) {
+                            attrs[na++] = a_int("noop_with_empty_axes", 1);
+                            in[1] = i64s(0, NULL);
+                            n_in = 2;
+                        } else if (as_input) {
+                            in[1] = i64s(n_axes[s], axes_sets[s]);
+                            n_in = 2;
+                        } else {
+                            attrs[na++] = a_ints("axes", n_axes[s], axes_sets[s]);
+                        }
+                        snprintf(label, sizeof label, "%s %s axes set %zu %s keepdims=%d%s", rx_ops[o], dn(dt), s,
+                                 as_input ? "input" : "attribute", keep, noop ? " noop" : "");
+                        struct run r = { .domain = "", .op = rx_ops[o], .opset = as_input ? 18 : 13,
+                                         .attrs = attrs, .n_attrs = na, .in = in, .n_in = n_in, .n_out = 1,
+                                         .rtol = dt == ONNX_DTYPE_DOUBLE ? 1e-12 : 1e-6,
+                                         .atol = dt == ONNX_DTYPE_DOUBLE ? 1e-12 : 1e-6, .label = label };
+                        ck_assert_int_eq(compare(&r), 0);
+                    }
+            testops_free_all();
+        }
+}
+END_TEST
+
+START_TEST(test_reduce_ext_grad)
+{
+    int64_t xd[3] = { 4, 300, 3 }, kd[3][3] = { { 4, 1, 3 }, { 1, 1, 1 }, { 1, 300, 1 } };
+    char label[160];
+    for (int kind = 0; kind < 6; kind++)
+        for (int t = 0; t < 2; t++) {
+            int dt = t ? ONNX_DTYPE_DOUBLE : ONNX_DTYPE_FLOAT;
+            struct tensor *x = kind == 4 ? rnd(dt, 3, xd, 1, 3) : rnd(dt, 3, xd, -2, 2);
+            if (kind == 0) {
+                /* a group with one zero and one with two */
+                x = rnd(dt, 3, xd, 0.9, 1.1);
+                for (int z = 0; z < 3; z++) {
+                    int64_t at = z == 0 ? 7 * 3 : z == 1 ? 310 * 3 + 1 : 450 * 3 + 1;
+                    if (dt == ONNX_DTYPE_DOUBLE)
+                        ((double *)x->data)[at] = 0;
+                    else
+                        ((float *)x->data)[at] = 0;
+                }
+            }
+            for (int k = 0; k < 3; k++) {
+                struct tensor *dy = rnd(dt, 3, kd[k], -1, 1), *y = rnd(dt, 3, kd[k], 0.5, 2);
+                struct onnx_attr attrs[1] = { a_int("kind", kind) };
+                const struct tensor *in[3] = { dy, x, y };
+                snprintf(label, sizeof label, "ReduceExtGrad kind %d %s keep shape %d", kind, dn(dt), k);
+                struct run r = { .domain = "dtrexec", .op = "ReduceExtGrad", .opset = 1, .attrs = attrs,
+                                 .n_attrs = 1, .in = in, .n_in = kind == 1 || kind == 3 ? 2 : 3, .n_out = 1,
+                                 .rtol = dt == ONNX_DTYPE_DOUBLE ? 1e-12 : 1e-6,
+                                 .atol = dt == ONNX_DTYPE_DOUBLE ? 1e-12 : 1e-6, .label = label };
+                ck_assert_int_eq(compare(&r), 0);
+            }
+            testops_free_all();
+        }
+}
+END_TEST
+
 /* ---- activations, rounding, Mod, PRelu, logical ops (ops/activation.c, ...) ------------- */
 
 static const int reals[] = { ONNX_DTYPE_FLOAT, ONNX_DTYPE_DOUBLE, ONNX_DTYPE_FLOAT16,
@@ -1276,6 +1366,12 @@ static Suite *cuda_elem_suite(void)
     tcase_add_test(other, test_losses);
     tcase_add_test(other, test_optimizers);
     suite_add_tcase(s, other);
+    /* its own case, so the host emulator can run it alone (CK_RUN_CASE) */
+    TCase *rx = tcase_create("reduce_ext");
+    tcase_set_timeout(rx, 600);
+    tcase_add_test(rx, test_reduce_ext);
+    tcase_add_test(rx, test_reduce_ext_grad);
+    suite_add_tcase(s, rx);
     return s;
 }
 

@@ -1,8 +1,8 @@
 /* ops/cuda/elem-impl.h — what the host files of the elementwise family
  * share (ops/cuda/elem.c, elem_unary.c, elem_activation.c, elem_reduce.c,
- * elem_loss.c): the
- * launch helpers and the kernels each file defines, which elem.c lists in
- * the family's one table, cuda_kernels_elem. Not for use outside ops/cuda/. */
+ * elem_reduce_ext.c, elem_loss.c): the launch helpers and the kernels each
+ * file defines, which elem.c lists in the family's one table,
+ * cuda_kernels_elem. Not for use outside ops/cuda/. */
 #ifndef DTRX_OPS_CUDA_ELEM_IMPL_H
 #define DTRX_OPS_CUDA_ELEM_IMPL_H
 
@@ -109,6 +109,11 @@ int cuda_elem_mod_grad(struct op_call *c);
 /* ops/cuda/elem_reduce.c */
 int cuda_elem_reduce(struct op_call *c);
 int cuda_elem_reduce_select_grad(struct op_call *c);
+
+/* ops/cuda/elem_reduce_ext.c: ReduceProd, L1, L2, SumSquare, LogSum,
+ * LogSumExp and ReduceExtGrad */
+int cuda_elem_reduce_ext(struct op_call *c);
+int cuda_elem_reduce_ext_grad(struct op_call *c);
 
 /* ops/cuda/elem_loss.c: losses and optimizer steps */
 int cuda_elem_softmax_cross_entropy_loss(struct op_call *c);

@@ -149,6 +149,19 @@ cudaError_t cuda_select_grad_launch(cudaStream_t stream, int dtype, int rank,
                                     int64_t n_out, const void *x, const void *y, const void *dy,
                                     void *dx, unsigned long long *first);
 
+/* The reductions of ops/reduce_ext.c (kind: its enum rx_kind, 0 Prod, 1 L1,
+ * 2 L2, 3 SumSquare, 4 LogSum, 5 LogSumExp) over float, double, int32,
+ * int64, uint32, uint64 (ops/cuda/elem_reduce_ext_kernels.cu): one block
+ * per output folds its group in double (integer Prod/L1/SumSquare in
+ * wrapping 64-bit integers) through a fixed tree. g->n_out outputs. */
+cudaError_t cuda_reduce_ext_launch(cudaStream_t stream, int kind, int dtype, const struct cuda_reduce_geom *g,
+                                   const void *x, void *y);
+/* ReduceExtGrad: dx over every group of g (float or double) from dy and y
+ * (one per group, y may be NULL where the kind does not read it). */
+cudaError_t cuda_reduce_ext_grad_launch(cudaStream_t stream, int kind, int dtype,
+                                        const struct cuda_reduce_geom *g, const void *dy, const void *x,
+                                        const void *y, void *dx);
+
 /* ---- losses --------------------------------------------------------------- */
 
 /* Scores [n, c, d] of dtype (float or double); targets [n, d] of

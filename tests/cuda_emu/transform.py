@@ -9,7 +9,9 @@ def rep(m):
     name, cfg, args = m.group(1), m.group(2), m.group(3)
     parts = [p.strip() for p in re.split(r',(?![^()]*\))', cfg)]
     # kernels whose blocks synchronise (__syncthreads) run on real threads
-    threaded = 'true' if name.split('<')[0] in SYNCED else 'false'
+    # (1), the *_block_kernel reductions on fibers (2), the rest serially (0)
+    base = name.split('<')[0]
+    threaded = '1' if base in SYNCED else '2' if base.endswith('_block_kernel') else '0'
     return 'emu_launch(edim3(%s), edim3(%s), %s, [&]() { %s(%s); });' % (parts[0], parts[1], threaded, name, args)
 out = pat.sub(rep, src)
 assert '<<<' not in out
