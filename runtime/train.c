@@ -558,6 +558,44 @@ static enum dtrx_status backward_call(struct dtrx_session *s, struct rt_call *c)
             in_t[i] = c->in[i] >= 0 ? &s->values[c->in[i]]->t : NULL;
         for (int i = 0; i < c->n_out; i++)
             out_t[i] = c->out[i] >= 0 ? &s->values[c->out[i]]->t : NULL;
+        /* Saved inputs whose values the op reads on the host (axes,
+         * shapes, scales, Dropout's ratio), which the emitter reads as the
+         * forward call did: host copies read now. Under a budget the value's
+         * data pointer is whatever it was when the forward call ran, and
+         * the block may since have been evicted, moved or reused; on a
+         * device it is device memory. */
+        struct tensor host_in[8];
+        int n_host = 0;
+        uint32_t saved = (c->node ? c->held_in : c->def->grad_saves_in) & c->def->host_inputs;
+        for (int i = 0; i < c->n_in && i < 32 && !st; i++) {
+            if (!(saved >> i & 1) || c->in[i] < 0 || !in_t[i])
+                continue;
+            if (n_host == 8) {
+                st = rt_fail(DTRX_ERR_INTERNAL, "node '%s': more than 8 host inputs", c->name);
+                break;
+            }
+            struct rt_value *v = s->values[c->in[i]];
+            struct tensor *h = &host_in[n_host];
+            *h = v->t;
+            size_t bytes = tensor_size_bytes(h);
+            if (!(h->data = malloc(bytes ? bytes : 1))) {
+                st = rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+                break;
+            }
+            n_host++;
+            if (bytes && (st = rt_budget_read(s, v, h->data)))
+                break;
+            in_t[i] = h;
+        }
+        if (st) {
+            for (int k = 0; k < n_host; k++)
+                free(host_in[k].data);
+            if (in_t != in_inline)
+                free(in_t);
+            if (out_t != out_inline)
+                free(out_t);
+            goto done;
+        }
         struct op_call fwd = { .def = c->def, .version = c->version, .params = c->params, .node_name = c->name,
                                .n_in = c->n_in, .in = in_t, .n_out = c->n_out, .out = out_t, .env = &s->env };
         struct backward b = {
@@ -572,6 +610,8 @@ static enum dtrx_status backward_call(struct dtrx_session *s, struct rt_call *c)
         b.first_new = first_new;
         s->env.seed = c->seed;   /* emitters of random ops read the forward call's seed */
         int failed = c->def->grad(&b.g);
+        for (int k = 0; k < n_host; k++)
+            free(host_in[k].data);
         if (in_t != in_inline)
             free(in_t);
         if (out_t != out_inline)
