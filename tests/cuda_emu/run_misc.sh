@@ -30,15 +30,12 @@ hdr = open(m + "/ops/cuda/elem-device.cuh").read()
 open(out, "w").write(src.replace('#include "ops/cuda/elem-device.cuh"', hdr))
 PY
 python3 "$E/transform.py" "$W/misc_full.cu" "$W/misc_kernels.cpp"
+# The bit casts come from shim.h; only __launch_bounds__ is left to drop.
 cat > "$W/intrin.h" <<'H'
-#include <cstring>
-static inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
-static inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
-static inline long long __double_as_longlong(double d) { long long u; std::memcpy(&u, &d, 8); return u; }
 #define __launch_bounds__(x)
 H
 g++ -std=c++20 -O1 -g -ffp-contract=off $SAN $INC -include "$W/intrin.h" -c "$W/misc_kernels.cpp" -o "$W/misc_kernels.o"
-printf '#include "shim.h"\nthread_local edim3 threadIdx, blockIdx;\nedim3 blockDim, gridDim;\nstd::barrier<> *emu_bar;\n' > "$W/globals.cpp"
+printf '#include "shim.h"\nthread_local edim3 threadIdx, blockIdx;\nedim3 blockDim, gridDim;\nstd::barrier<> *emu_bar;\nemu_fibers *emu_fib;\n' > "$W/globals.cpp"
 g++ -std=c++20 -O1 -g $SAN $INC -c "$W/globals.cpp" -o "$W/globals.o"
 gcc -std=c11 -O1 -g $SAN $INC -c "$M/ops/cuda/misc.c" -o "$W/misc.o"
 gcc -std=c11 -O1 -g $SAN $INC -c "$E/misc_check.c" -o "$W/check.o"
