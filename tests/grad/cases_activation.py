@@ -11,7 +11,7 @@ it runs as its own CTest case (grad/activation)."""
 import numpy as np
 from onnx import helper
 
-from gradutil import graph_model, rand, single_op
+from gradutil import away_from, graph_model, rand, single_op
 
 F64 = np.float64
 
@@ -23,15 +23,6 @@ def case(name, model, args=None):
     if args:
         c["args"] = args
     CASES.append(c)
-
-
-def away_from(x, kinks, gap=0.05):
-    """Moves elements within gap of any kink to kink +- gap (side kept)."""
-    x = x.copy()
-    for k in kinks:
-        near = np.abs(x - k) < gap
-        x[near] = k + np.where(x[near] >= k, gap, -gap).astype(x.dtype)
-    return x
 
 
 def wide(*s, dtype=np.float32, kinks=(0,)):

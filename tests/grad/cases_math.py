@@ -6,7 +6,7 @@ of Relu/Abs/Clip/Max so that finite differences are meaningful."""
 import numpy as np
 from onnx import helper
 
-from gradutil import graph_model, rand, single_op
+from gradutil import away_from, graph_model, rand, single_op
 
 I64 = np.int64
 F64 = np.float64
@@ -78,15 +78,6 @@ case("mse_graph", graph_model(
 
 
 # ---- unary ---------------------------------------------------------------------
-def away_from(x, kinks, gap=0.05):
-    """Moves elements within gap of any kink to kink + gap (sign kept)."""
-    x = x.copy()
-    for k in kinks:
-        near = np.abs(x - k) < gap
-        x[near] = k + np.where(x[near] >= k, gap, -gap).astype(x.dtype)
-    return x
-
-
 UNARY = [
     # op, input maker, attrs, opset
     ("Sqrt", lambda *s, dtype=np.float32: rand(*s, low=0.3, high=2.0, dtype=dtype), {}, 13),

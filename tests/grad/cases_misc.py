@@ -4,7 +4,7 @@ the thresholds of ThresholdedRelu and Shrink), in float and double, at the
 opsets where each was (re)defined."""
 import numpy as np
 
-from gradutil import rand, single_op
+from gradutil import away_from, rand, single_op
 
 F64 = np.float64
 I64 = np.int64
@@ -17,15 +17,6 @@ def case(name, model, args=None):
     if args:
         c["args"] = args
     CASES.append(c)
-
-
-def away_from(x, points, gap=0.05):
-    """x with every element within gap of one of points moved gap away."""
-    x = x.copy()
-    for p in points:
-        near = np.abs(x - p) < gap
-        x[near] = p + np.where(x[near] >= p, gap, -gap).astype(x.dtype)
-    return x
 
 
 # ---- one-input math (ops/unary_trig.c) ----------------------------------------
