@@ -160,6 +160,7 @@ static void node_clear(struct onnx_node *n)
     free(n->name);
     free(n->op_type);
     free(n->domain);
+    free(n->rewrites);
     if (n->inputs)
         for (int i = 0; i < n->n_inputs; i++)
             free(n->inputs[i]);
@@ -493,6 +494,36 @@ static int opset_imported(const struct onnx_model *m, const char *domain)
     return 0;
 }
 
+/* NodeProto.metadata_props (field 9, IR 10) is newer than the system's
+ * onnx.proto, so protobuf-c keeps it as an unknown field (its data starts
+ * with the varint length): the rewriter's rule names are read from there
+ * (a malformed entry is ignored, as metadata carries no semantics). */
+#define NODE_METADATA_PROPS_FIELD 9
+
+static int node_rewrites(const Onnx__NodeProto *p, struct onnx_node *n)
+{
+    for (unsigned i = 0; i < p->base.n_unknown_fields; i++) {
+        const ProtobufCMessageUnknownField *f = &p->base.unknown_fields[i];
+        if (f->tag != NODE_METADATA_PROPS_FIELD || f->wire_type != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED)
+            continue;
+        size_t skip = 0;
+        while (skip < f->len && skip < 10 && f->data[skip] & 0x80)
+            skip++;
+        if (++skip > f->len)
+            continue;
+        Onnx__StringStringEntryProto *e = onnx__string_string_entry_proto__unpack(NULL, f->len - skip, f->data + skip);
+        if (!e)
+            continue;
+        int hit = e->key && e->value && !strcmp(e->key, "pkg.onnxscript.rewriter.rule_name") && !n->rewrites;
+        if (hit)
+            n->rewrites = strdup(e->value);
+        onnx__string_string_entry_proto__free_unpacked(e, NULL);
+        if (hit && !n->rewrites)
+            return -1;
+    }
+    return 0;
+}
+
 static int node_from_proto(Onnx__NodeProto *p, int index, struct onnx_node *n, const struct scope *sc,
                            int depth, struct load_ctx *c)
 {
@@ -516,7 +547,7 @@ static int node_from_proto(Onnx__NodeProto *p, int index, struct onnx_node *n, c
     n->n_inputs = n->inputs ? (int)p->n_input : 0;
     n->outputs = strings_dup(p->output, p->n_output, c);
     n->n_outputs = n->outputs ? (int)p->n_output : 0;
-    if (!n->name || !n->op_type || !n->domain || !n->inputs || !n->outputs)
+    if (!n->name || !n->op_type || !n->domain || !n->inputs || !n->outputs || node_rewrites(p, n) != 0)
         return onnx_error(c->err, c->err_size, "out of memory");
     if (!opset_imported(c->model, n->domain))
         return onnx_error(c->err, c->err_size, "node '%s' (%s): domain '%s' is not in the model's opset imports",

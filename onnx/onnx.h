@@ -123,6 +123,10 @@ struct onnx_node {
     char **outputs;                /* "" marks an omitted optional output */
     int n_attrs;
     struct onnx_attr *attrs;
+    /* The rewrite rules the exporter's optimizer applied to make this node
+     * (the dynamo exporter's "pkg.onnxscript.rewriter.rule_name" metadata,
+     * e.g. "FuseBatchNormIntoConv"); NULL when the file records none. */
+    char *rewrites;
 };
 
 struct onnx_graph {

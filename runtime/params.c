@@ -45,6 +45,15 @@
  * axis 0: a parameter expanded to the batch and lifted (a cls token).
  * Subgraph (If/Loop/Scan body) initializers are constants of the body and
  * do not train.
+ *
+ * So is an eval-mode export whose exporter folded BatchNormalization into
+ * the convolutions (the dynamo exporter's rewriter records
+ * FuseBatchNormIntoConv on the Conv; TorchScript's constant folding names
+ * the folded weight "onnx::Conv_<n>"): it trains a network without its
+ * normalization. The warning rides on the first weight concerned and
+ * counts the rest. (A BatchNormalization kept in inference mode, as an
+ * eval export and the dynamo exporter's train export both write it,
+ * trains with batch statistics, as PyTorch's train() does.)
  */
 #include <fnmatch.h>
 #include <math.h>
@@ -639,6 +648,54 @@ static const char *buffer_name(const char *name)
     return NULL;
 }
 
+static int initializer_index(const struct onnx_graph *g, const char *name)
+{
+    for (int i = 0; i < g->n_initializers; i++)
+        if (!strcmp(g->initializers[i].name, name))
+            return i;
+    return -1;
+}
+
+static int folded_conv(const struct onnx_node *n)
+{
+    return !strcmp(n->op_type, "Conv") && !n->domain[0] && n->n_inputs >= 2
+           && ((n->rewrites && strstr(n->rewrites, "FuseBatchNormIntoConv"))
+               || !strncmp(n->inputs[1], "onnx::Conv_", 11));
+}
+
+/* The first trained initializer in slot `slot` of the nodes `match`
+ * accepts, and how many such nodes there are. */
+static int first_trained(const struct onnx_graph *g, const struct rt_param_decision *d,
+                         int (*match)(const struct onnx_node *), int slot, int *count)
+{
+    int first = -1;
+    *count = 0;
+    for (int k = 0; k < g->n_nodes; k++) {
+        if (!match(&g->nodes[k]))
+            continue;
+        int i = initializer_index(g, g->nodes[k].inputs[slot]);
+        if (i < 0 || !d[i].train)
+            continue;
+        ++*count;
+        if (first < 0)
+            first = i;
+    }
+    return first;
+}
+
+static void export_mode_warnings(const struct onnx_graph *g, struct rt_param_decision *d)
+{
+    char others[96];
+    int n, i = first_trained(g, d, folded_conv, 1, &n);
+    snprintf(others, sizeof others, " and %d other convolution weight%s", n - 1, n > 2 ? "s" : "");
+    if (i >= 0 && !d[i].warning && (d[i].warning = malloc(640)))
+        snprintf(d[i].warning, 640, "'%s'%s look%s like BatchNormalization folded into the convolution by an "
+                 "eval-mode export: training trains the folded network, without its normalization; export "
+                 "with training=torch.onnx.TrainingMode.TRAINING and do_constant_folding=False (dynamo: "
+                 "optimize=False) to train the model as PyTorch does", g->initializers[i].name,
+                 n > 1 ? others : "", n > 1 ? "" : "s");
+}
+
 void rt_params_free(struct rt_param_decision *d, int n)
 {
     for (int i = 0; d && i < n; i++)
@@ -704,6 +761,7 @@ enum dtrx_status rt_params_decide(const struct dtrx_session *s, const struct dtr
         rt_params_free(d, g->n_initializers);
         return st;
     }
+    export_mode_warnings(g, d);
     *out = d;
     return DTRX_OK;
 }

@@ -25,6 +25,12 @@ Usage: train_params_check.py DTREXEC CASE   (CASE: see CASES below)
   first non-finite call; --stats stays valid JSON (null for NaN); a NaN weight
   is named as such.
 - fp16: a float16 model's parameters are seen and train (float32 master weights, saved as float16).
+- eval-export: eval-mode exports by both PyTorch exporters whose
+  BatchNormalization was folded into the convolutions
+  (tests/data/exports/gen_folded.py) are warned about, by `params` and by
+  --train, naming the first folded weight and counting the rest; the
+  corpus's train-mode exports (unfolded) and a hand-built Conv network
+  with a bias are not.
 """
 import json
 import os
@@ -456,7 +462,36 @@ def fp16(dtrexec, tmp):
     print("PASS: float16 parameters are found, trained (float32 master weights) and saved as float16")
 
 
-CASES = {"rule": rule, "overrides": overrides, "shared": shared, "lm-loss": lm_loss, "graph-loss": graph_loss,
+EXPORTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "exports")
+REAL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "real")
+
+
+def eval_export(dtrexec, tmp):
+    folded = {"ts17-eval-folded.onnx": "'onnx::Conv_", "dynamo18-eval-folded.onnx": "'0.weight'"}
+    for f, first in folded.items():
+        path = os.path.join(EXPORTS, f)
+        for args in (["params", path], [path, "--train", "--steps", "1", "--quiet"]):
+            err = run(dtrexec, args).stderr
+            lines = [l for l in err.splitlines() if "BatchNormalization folded" in l]
+            if len(lines) != 1 or first not in lines[0] or "and 1 other convolution weight look" not in lines[0]:
+                raise SystemExit(f"FAIL: {' '.join(args)}: expected one folded-BatchNormalization warning naming "
+                                 f"{first}... and 1 other weight, got:\n{err}")
+    for arch in ("tv_resnet", "tv_mobilenet_v2"):
+        for f in ("ts17-train.onnx", "dynamo18-train.onnx", "ts17-eval.onnx"):
+            path = os.path.join(REAL, arch, f)
+            if os.path.exists(path) and "folded" in run(dtrexec, ["params", path]).stderr:
+                raise SystemExit(f"FAIL: {arch}/{f} keeps its BatchNormalization, yet is reported as folded")
+    rng = np.random.default_rng(0)
+    path = os.path.join(tmp, "conv.onnx")
+    save([H("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1]), H("ReduceMean", ["y"], ["out"], keepdims=0)],
+         {"w": f32(rng.standard_normal((4, 3, 3, 3))), "b": f32(rng.standard_normal(4))},
+         [vi("x", TensorProto.FLOAT, [2, 3, 5, 5])], [vi("out", TensorProto.FLOAT, [])], path)
+    if "folded" in run(dtrexec, ["params", path]).stderr:
+        raise SystemExit("FAIL: a Conv with a bias of its own is reported as folded")
+    print("PASS: folded eval-mode exports are warned about (both exporters), unfolded ones are not")
+
+
+CASES = {"eval-export": eval_export, "rule": rule, "overrides": overrides, "shared": shared, "lm-loss": lm_loss, "graph-loss": graph_loss,
          "shapes": shapes, "nonfinite": nonfinite, "fp16": fp16}
 
 if __name__ == "__main__":
