@@ -342,7 +342,34 @@ static struct op_cost ln_grad_cost(const struct op_call *c)
     return cost;
 }
 
-#define LN_GRAD_COL_BLOCK 64
+#define NORM_GRAD_COL_BLOCK 64
+
+void nn_norm_param_grads(const float *x, const float *dy, const float *mean, const float *inv, int64_t rows,
+                         int64_t cols, float *dscale, float *dbias)
+{
+    if (!dscale && !dbias)
+        return;
+    const int64_t blocks = (cols + NORM_GRAD_COL_BLOCK - 1) / NORM_GRAD_COL_BLOCK;
+#pragma omp parallel for schedule(static) if (rows * cols > 32768)
+    for (int64_t b = 0; b < blocks; b++) {
+        int64_t j0 = b * NORM_GRAD_COL_BLOCK, j1 = j0 + NORM_GRAD_COL_BLOCK < cols ? j0 + NORM_GRAD_COL_BLOCK : cols;
+        float as[NORM_GRAD_COL_BLOCK] = { 0 }, ab[NORM_GRAD_COL_BLOCK] = { 0 };
+        for (int64_t r = 0; r < rows; r++) {
+            const float *xr = x + r * cols, *gr = dy + r * cols;
+            float mu = mean ? mean[r] : 0.0f, iv = inv[r];
+            for (int64_t j = j0; j < j1; j++) {
+                as[j - j0] += gr[j] * ((xr[j] - mu) * iv);
+                ab[j - j0] += gr[j];
+            }
+        }
+        for (int64_t j = j0; j < j1; j++) {
+            if (dscale)
+                dscale[j] = as[j - j0];
+            if (dbias)
+                dbias[j] = ab[j - j0];
+        }
+    }
+}
 
 static int ln_grad_cpu(struct op_call *c)
 {
@@ -395,26 +422,7 @@ static int ln_grad_cpu(struct op_call *c)
             dr[j] = iv * (gr[j] * scale[j] - m1 - xh * m2);
         }
     }
-    const int64_t blocks = (cols + LN_GRAD_COL_BLOCK - 1) / LN_GRAD_COL_BLOCK;
-#pragma omp parallel for schedule(static) if (rows * cols > 32768)
-    for (int64_t b = 0; b < blocks; b++) {
-        int64_t j0 = b * LN_GRAD_COL_BLOCK, j1 = j0 + LN_GRAD_COL_BLOCK < cols ? j0 + LN_GRAD_COL_BLOCK : cols;
-        float as[LN_GRAD_COL_BLOCK] = { 0 }, ab[LN_GRAD_COL_BLOCK] = { 0 };
-        for (int64_t r = 0; r < rows; r++) {
-            const float *xr = xd + r * cols, *gr = dy + r * cols;
-            float mu = mean[r], iv = inv[r];
-            for (int64_t j = j0; j < j1; j++) {
-                as[j - j0] += gr[j] * ((xr[j] - mu) * iv);
-                ab[j - j0] += gr[j];
-            }
-        }
-        for (int64_t j = j0; j < j1; j++) {
-            if (dscale)
-                dscale[j] = as[j - j0];
-            if (dbias)
-                dbias[j] = ab[j - j0];
-        }
-    }
+    nn_norm_param_grads(xd, dy, mean, inv, rows, cols, dscale, dbias);
     nn_scratch_free(c, tmp);
     return 0;
 }

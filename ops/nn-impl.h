@@ -285,6 +285,12 @@ int nn_norm_check_param(const struct op_call *c, const struct tensor *t, const c
                         const struct tensor *norm);
 const float *nn_norm_expand(const struct tensor *t, const struct tensor *norm, int64_t cols,
                             float *dst);
+/* The normalizations' parameter gradients over rows x cols: dscale[j] =
+ * sum_r dy[r,j] * (x[r,j] - mean[r]) * inv[r] (mean NULL: 0, RMSNorm's),
+ * dbias[j] = sum_r dy[r,j]; either may be NULL. Columns in blocks of 64,
+ * rows summed in order: deterministic for any thread count. */
+void nn_norm_param_grads(const float *x, const float *dy, const float *mean, const float *inv, int64_t rows,
+                         int64_t cols, float *dscale, float *dbias);
 
 /* ---- Attention, RotaryEmbedding, GroupNormalization (attention.c, rotary.c,
  * group_norm.c): the geometry their CPU and CUDA kernels share ------------ */

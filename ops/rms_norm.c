@@ -164,8 +164,6 @@ static struct op_cost rms_grad_cost(const struct op_call *c)
     return cost;
 }
 
-#define RMS_GRAD_COL_BLOCK 64
-
 static int rms_grad_cpu(struct op_call *c)
 {
     const struct layer_norm_params *p = c->params;
@@ -206,22 +204,7 @@ static int rms_grad_cpu(struct op_call *c)
         for (int64_t k = 0; k < cols; k++)
             dr[k] = iv * (gr[k] * scale[k] - xr[k] * m);
     }
-    if (dscale) {
-        const int64_t blocks = (cols + RMS_GRAD_COL_BLOCK - 1) / RMS_GRAD_COL_BLOCK;
-#pragma omp parallel for schedule(static) if (rows * cols > 32768)
-        for (int64_t b = 0; b < blocks; b++) {
-            int64_t j0 = b * RMS_GRAD_COL_BLOCK;
-            int64_t j1 = j0 + RMS_GRAD_COL_BLOCK < cols ? j0 + RMS_GRAD_COL_BLOCK : cols;
-            float as[RMS_GRAD_COL_BLOCK] = { 0 };
-            for (int64_t r = 0; r < rows; r++) {
-                const float *xr = xd + r * cols, *gr = dy + r * cols;
-                for (int64_t j = j0; j < j1; j++)
-                    as[j - j0] += gr[j] * (xr[j] * inv[r]);
-            }
-            for (int64_t j = j0; j < j1; j++)
-                dscale[j] = as[j - j0];
-        }
-    }
+    nn_norm_param_grads(xd, dy, NULL, inv, rows, cols, dscale, NULL);
     nn_scratch_free(c, tmp);
     return 0;
 }
