@@ -32,7 +32,8 @@
  *       integer, comparisons), through Where's condition, Dropout's ratio,
  *       Resize's roi and scales, Range, the *Like random generators, nor
  *       through ops whose derivative is zero almost everywhere (Floor,
- *       Ceil, Round, Sign, ArgMax, ArgMin): rt_input_differentiable.
+ *       Ceil, Round, Sign, ArgMax, ArgMin), nor through the quantization
+ *       ops (QuantizeLinear ... ConvInteger): rt_input_differentiable.
  *
  * Overrides, fnmatch patterns over initializer names: --freeze wins over
  * everything, --trainable makes a float initializer train whatever the rule
@@ -72,6 +73,11 @@ static const struct {
     { "Equal", ~0u }, { "Less", ~0u }, { "LessOrEqual", ~0u }, { "Greater", ~0u }, { "GreaterOrEqual", ~0u },
     /* Derivative zero almost everywhere: PyTorch's autograd gives none. */
     { "Floor", ~0u }, { "Ceil", ~0u }, { "Round", ~0u }, { "Sign", ~0u }, { "ArgMax", ~0u }, { "ArgMin", ~0u },
+    /* Quantization: integer values, and ONNX defines no derivative for
+     * the float scales either (a QDQ model's weights train only through
+     * a float path). */
+    { "QuantizeLinear", ~0u }, { "DequantizeLinear", ~0u }, { "DynamicQuantizeLinear", ~0u },
+    { "QLinearMatMul", ~0u }, { "QLinearConv", ~0u }, { "MatMulInteger", ~0u }, { "ConvInteger", ~0u },
 };
 
 int rt_input_differentiable(const char *domain, const char *op, int i)
