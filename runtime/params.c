@@ -37,7 +37,9 @@
  *
  * Overrides, fnmatch patterns over initializer names: --freeze wins over
  * everything, --trainable makes a float initializer train whatever the rule
- * says ("*" trains every used float initializer: gradient checks).
+ * says ("*" trains every used float initializer: gradient checks); one
+ * forced so that no gradient reaches (every use cut, as above) is warned
+ * about, since it keeps its value.
  *
  * Exporters also merge initializers of equal value (every LayerNorm scale
  * is all ones at init): one tensor that fills several bias or norm roles is
@@ -602,6 +604,27 @@ static char *shared_warning(struct facts *f, const struct onnx_tensor *t, int id
     return w;
 }
 
+/* A tensor --trainable forces that no gradient can reach (every use is
+ * cut: a QDQ model's float weight feeding QuantizeLinear): it trains in
+ * name only and keeps its value, which the user should hear about. */
+static char *unreached_warning(struct facts *f, const struct onnx_tensor *t, int id)
+{
+    struct use first = { 0 };
+    for (int u = f->use_start[id]; u < f->use_start[id + 1]; u++) {
+        struct use use;
+        classify(f, t, f->use_node[u], f->use_slot[u], &use);
+        if (use.kind != USE_NOGRAD)
+            return NULL;
+        if (!first.kind)
+            first = use;
+    }
+    char *w = malloc(512);
+    if (w)
+        snprintf(w, 512, "'%s' is trainable by --trainable, but no gradient reaches it (%s): it keeps its value",
+                 t->name, first.kind ? first.role : "no gradient path");
+    return w;
+}
+
 /* One slice repeated along axis 0, not itself constant: a parameter the
  * exporter expanded to the batch and lifted (ViT's cls token as
  * cls_token.expand(B, -1, -1)); its copies would train apart. */
@@ -680,6 +703,7 @@ enum dtrx_status rt_params_decide(const struct dtrx_session *s, const struct dtr
         } else if (o && rt_patterns_match(o->trainable, t->name)) {
             p->train = 1;
             snprintf(p->reason, sizeof p->reason, "--trainable");
+            p->warning = unreached_warning(&f, t, id);
         } else if (buffer_name(t->name)) {
             snprintf(p->reason, sizeof p->reason, "buffer (named like PyTorch's %s)", buffer_name(t->name));
         } else {
