@@ -69,10 +69,14 @@ static const char *exotic_name(int64_t dt)
     }
 }
 
-static int parse_fail(char *err, size_t err_size, const struct onnx_node *node, const char *msg,
-                      int64_t v)
+/* The caller prefixes the node's name and op. */
+static int parse_fail(char *err, size_t err_size, const char *msg, int64_t v)
 {
-    snprintf(err, err_size, "node '%s' (%s): %s (got %lld)", node->name, node->op_type, msg, (long long)v);
+    const char *ex = exotic_name(v);
+    if (ex)
+        snprintf(err, err_size, "%s (got %lld, %s)", msg, (long long)v, ex);
+    else
+        snprintf(err, err_size, "%s (got %lld)", msg, (long long)v);
     return -1;
 }
 
@@ -96,7 +100,7 @@ static int quant_parse(const struct onnx_node *node, int version, void **params,
     else if (p->saturate != 0 && p->saturate != 1)
         bad = "saturate must be 0 or 1", v = p->saturate;
     else if (exotic_name(od))
-        bad = "output_dtype is an element type dtrexec does not hold (float8/int4/int2/float4/float6 are out of scope)", v = od;
+        bad = "output_dtype names an element type dtrexec does not hold (float8/int4/int2/float4/float6 are out of scope)", v = od;
     else if (is_q && od && !quant_range((int)od, &lo, &hi))
         bad = "output_dtype must be int8 (3), uint8 (2), int16 (5) or uint16 (4)", v = od;
     else if (!is_q && od && od != ONNX_DTYPE_FLOAT && od != ONNX_DTYPE_FLOAT16 && od != ONNX_DTYPE_BFLOAT16)
@@ -107,7 +111,7 @@ static int quant_parse(const struct onnx_node *node, int version, void **params,
     if (bad) {
         free(p);
         *params = NULL;
-        return parse_fail(err, err_size, node, bad, v);
+        return parse_fail(err, err_size, bad, v);
     }
     p->output_dtype = (int)od;
     p->precision = (int)prec;

@@ -156,7 +156,7 @@ static int qparam_resolve(const struct op_call *c, const char *what, const struc
         ok = is_a ? t->dims[t->rank - 2] == len && t->dims[t->rank - 1] == 1
                   : t->dims[t->rank - 2] == 1 && t->dims[t->rank - 1] == len;
     if (!ok)
-        return op_error(c, "%s %s must be a scalar, 1-D of %lld (one per %s) or %s's batch dims with [%s] ; "
+        return op_error(c, "%s %s must be a scalar, 1-D of %lld (one per %s) or %s's batch dims with [%s]; "
                         "the operand is %s", what, tensor_describe(t, d1, sizeof d1), (long long)len,
                         is_a ? "row" : "column", is_a ? "A" : "B", is_a ? "M, 1" : "1, N",
                         tensor_describe(op, d2, sizeof d2));
@@ -346,7 +346,7 @@ static int qconv_parse(const struct onnx_node *node, int version, void **params,
     (void)version;
     struct conv_params *p = calloc(1, sizeof *p);
     if (!p) {
-        snprintf(err, err_size, "node '%s' (%s): out of memory", node->name, node->op_type);
+        snprintf(err, err_size, "out of memory");
         return -1;
     }
     if (nn_window_attrs_parse(node, &p->w, err, err_size)) {
@@ -355,8 +355,7 @@ static int qconv_parse(const struct onnx_node *node, int version, void **params,
     }
     p->group = onnx_node_attr_int(node, "group", 1);
     if (p->group < 1) {
-        snprintf(err, err_size, "node '%s' (%s): group = %lld must be >= 1", node->name, node->op_type,
-                 (long long)p->group);
+        snprintf(err, err_size, "group = %lld must be >= 1", (long long)p->group);
         free(p);
         return -1;
     }

@@ -17,6 +17,9 @@ Usage: quant_check.py DTREXEC CASE
   weight with --trainable runs with a warning that no gradient reaches it.
 - cuda-refusal: --device cuda on QLinearMatMul fails with a message (no CUDA
   kernel, or no device), never a crash.
+- errors: malformed nodes (zero point type, axis, blocked shape, float8
+  output_dtype, per-axis at opset 10, MatMulInteger / ConvInteger /
+  QLinearMatMul shapes) exit 1 naming the node and the problem.
 """
 import os
 import subprocess
@@ -194,8 +197,39 @@ def case_cuda_refusal(dtrexec, tmp):
     print(f"--device cuda: exit {r.returncode}: {r.stderr.strip().splitlines()[-1]}")
 
 
+def case_errors(dtrexec, tmp):
+    F, U8, I8 = TensorProto.FLOAT, TensorProto.UINT8, TensorProto.INT8
+    bad = [
+        ("zero point type", [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["y"])],
+         [("s", np.float32(1)), ("z", np.int8(0))], [("x", U8, [3])], F, 21, "x_zero_point has type int8"),
+        ("axis", [helper.make_node("QuantizeLinear", ["x", "s"], ["y"], axis=3)],
+         [("s", np.ones(4, np.float32))], [("x", F, [2, 4])], U8, 21, "axis 3 is out of range"),
+        ("blocked shape", [helper.make_node("QuantizeLinear", ["x", "s"], ["y"], axis=1, block_size=2)],
+         [("s", np.ones((2, 3), np.float32))], [("x", F, [2, 4])], U8, 21, "ceil(4 / block_size 2) = 2"),
+        ("float8 output", [helper.make_node("QuantizeLinear", ["x", "s"], ["y"], output_dtype=17)],
+         [("s", np.float32(1))], [("x", F, [2, 4])], U8, 21, "float8e4m3fn"),
+        ("opset 10 per axis", [helper.make_node("QuantizeLinear", ["x", "s"], ["y"])],
+         [("s", np.ones(4, np.float32))], [("x", F, [2, 4])], U8, 10, "must be a scalar at opset 10"),
+        ("inner dims", [helper.make_node("MatMulInteger", ["a", "b"], ["y"])],
+         [("b", np.ones((3, 2), np.int8))], [("a", U8, [2, 4])], TensorProto.INT32, 21, "inner dimensions differ"),
+        ("groups", [helper.make_node("ConvInteger", ["x", "w"], ["y"], group=2)],
+         [("w", np.ones((2, 3, 3, 3), np.int8))], [("x", U8, [1, 3, 5, 5])], TensorProto.INT32, 21,
+         "channels do not match group 2"),
+        ("per-tensor y_scale", [helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"])],
+         [("as", np.float32(1)), ("az", np.uint8(0)), ("b", np.ones((4, 2), np.uint8)), ("bs", np.float32(1)),
+          ("bz", np.uint8(0)), ("ys", np.ones(2, np.float32)), ("yz", np.uint8(0))], [("a", U8, [3, 4])], U8, 21,
+         "y_scale float32[2] must be a scalar"),
+    ]
+    for what, nodes, inits, inputs, out_type, opset, msg in bad:
+        path = os.path.join(tmp, "bad.onnx")
+        save(nodes, inits, inputs, [("y", out_type)], path, opset)
+        r = run(dtrexec, [path], expect=1)
+        assert msg in r.stderr and f"({nodes[0].op_type})" in r.stderr, f"{what}: expected '{msg}' in:\n{r.stderr}"
+    print(f"{len(bad)} malformed quantization nodes refused with their messages")
+
+
 CASES = {"infer-qdq": case_infer_qdq, "infer-integer": case_infer_integer, "train-qdq": case_train_qdq,
-         "cuda-refusal": case_cuda_refusal}
+         "cuda-refusal": case_cuda_refusal, "errors": case_errors}
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[2] not in CASES:
