@@ -3,8 +3,9 @@
  * onnx_model_widen_half rewrites a loaded model so that every float16 and
  * bfloat16 value becomes float32: initializer data and tensor attributes
  * (Constant's value, ConstantOfShape's) are converted, and the element
- * types of graph inputs, outputs and value_info, Cast's `to` and the
- * `dtype` of the generator ops are set to FLOAT, in every subgraph too. The
+ * types of graph inputs, outputs and value_info, Cast's `to`,
+ * DequantizeLinear's `output_dtype` and the `dtype` of the generator ops are
+ * set to FLOAT, in every subgraph too. The
  * kernels then see one float type, and training keeps float32 master
  * weights. Each change is recorded, so that onnx_model_save_narrowed can
  * write the model in its own types again (trained weights rounded to
@@ -166,6 +167,8 @@ static int is_dtype_attr(const struct onnx_node *node, const struct onnx_attr *a
         return 0;
     if (!strcmp(a->name, "to"))
         return !strcmp(node->op_type, "Cast");
+    if (!strcmp(a->name, "output_dtype"))   /* a float16 DequantizeLinear output */
+        return !strcmp(node->op_type, "DequantizeLinear");
     return !strcmp(a->name, "dtype");   /* EyeLike, Random*, Multinomial, Bernoulli */
 }
 

@@ -79,6 +79,16 @@ struct onehot_params {
     int64_t axis;
 };
 
+/* ops/quant_linear.c: QuantizeLinear, DequantizeLinear; attributes a
+ * version does not define hold their defaults. */
+struct quant_params {
+    int64_t axis;
+    int64_t block_size;            /* 0: not blocked */
+    int saturate;
+    int output_dtype;              /* 0: from the zero point / scale */
+    int precision;                 /* 0: the reference's default */
+};
+
 /* ops/reduce_ext.c: ReduceExtGrad */
 struct reduce_ext_grad_params {
     int kind;                      /* enum rx_kind of ops/reduce_ext.c */

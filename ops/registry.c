@@ -125,6 +125,14 @@
     /* GridSample of ops/grid_sample.c */ \
     X(op_grid_sample) \
     X(op_grid_sample_grad) \
+    /* quantization of ops/quant_linear.c and ops/quant_matmul.c */ \
+    X(op_quantize_linear) \
+    X(op_dequantize_linear) \
+    X(op_dynamic_quantize_linear) \
+    X(op_matmul_integer) \
+    X(op_qlinear_matmul) \
+    X(op_conv_integer) \
+    X(op_qlinear_conv) \
     /* nn: conv, pool, normalization, gemm/matmul */ \
     X(op_conv) \
     X(op_conv_transpose) \

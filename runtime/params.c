@@ -32,11 +32,14 @@
  *       integer, comparisons), through Where's condition, Dropout's ratio,
  *       Resize's roi and scales, Range, the *Like random generators, nor
  *       through ops whose derivative is zero almost everywhere (Floor,
- *       Ceil, Round, Sign, ArgMax, ArgMin): rt_input_differentiable.
+ *       Ceil, Round, Sign, ArgMax, ArgMin), nor through the quantization
+ *       ops (QuantizeLinear ... ConvInteger): rt_input_differentiable.
  *
  * Overrides, fnmatch patterns over initializer names: --freeze wins over
  * everything, --trainable makes a float initializer train whatever the rule
- * says ("*" trains every used float initializer: gradient checks).
+ * says ("*" trains every used float initializer: gradient checks); one
+ * forced so that no gradient reaches (every use cut, as above) is warned
+ * about, since it keeps its value.
  *
  * Exporters also merge initializers of equal value (every LayerNorm scale
  * is all ones at init): one tensor that fills several bias or norm roles is
@@ -81,6 +84,11 @@ static const struct {
     { "Equal", ~0u }, { "Less", ~0u }, { "LessOrEqual", ~0u }, { "Greater", ~0u }, { "GreaterOrEqual", ~0u },
     /* Derivative zero almost everywhere: PyTorch's autograd gives none. */
     { "Floor", ~0u }, { "Ceil", ~0u }, { "Round", ~0u }, { "Sign", ~0u }, { "ArgMax", ~0u }, { "ArgMin", ~0u },
+    /* Quantization: integer values, and ONNX defines no derivative for
+     * the float scales either (a QDQ model's weights train only through
+     * a float path). */
+    { "QuantizeLinear", ~0u }, { "DequantizeLinear", ~0u }, { "DynamicQuantizeLinear", ~0u },
+    { "QLinearMatMul", ~0u }, { "QLinearConv", ~0u }, { "MatMulInteger", ~0u }, { "ConvInteger", ~0u },
 };
 
 int rt_input_differentiable(const char *domain, const char *op, int i)
@@ -605,6 +613,27 @@ static char *shared_warning(struct facts *f, const struct onnx_tensor *t, int id
     return w;
 }
 
+/* A tensor --trainable forces that no gradient can reach (every use is
+ * cut: a QDQ model's float weight feeding QuantizeLinear): it trains in
+ * name only and keeps its value, which the user should hear about. */
+static char *unreached_warning(struct facts *f, const struct onnx_tensor *t, int id)
+{
+    struct use first = { 0 };
+    for (int u = f->use_start[id]; u < f->use_start[id + 1]; u++) {
+        struct use use;
+        classify(f, t, f->use_node[u], f->use_slot[u], &use);
+        if (use.kind != USE_NOGRAD)
+            return NULL;
+        if (!first.kind)
+            first = use;
+    }
+    char *w = malloc(512);
+    if (w)
+        snprintf(w, 512, "'%s' is trainable by --trainable, but no gradient reaches it (%s): it keeps its value",
+                 t->name, first.kind ? first.role : "no gradient path");
+    return w;
+}
+
 /* One slice repeated along axis 0, not itself constant: a parameter the
  * exporter expanded to the batch and lifted (ViT's cls token as
  * cls_token.expand(B, -1, -1)); its copies would train apart. */
@@ -731,6 +760,7 @@ enum dtrx_status rt_params_decide(const struct dtrx_session *s, const struct dtr
         } else if (o && rt_patterns_match(o->trainable, t->name)) {
             p->train = 1;
             snprintf(p->reason, sizeof p->reason, "--trainable");
+            p->warning = unreached_warning(&f, t, id);
         } else if (buffer_name(t->name)) {
             snprintf(p->reason, sizeof p->reason, "buffer (named like PyTorch's %s)", buffer_name(t->name));
         } else {

@@ -11,7 +11,9 @@
  * both losses and their gradients, the three optimizer steps, and the ops
  * of ops/activation.c, unary_math.c, mod.c and logical.c with their
  * gradient kernels over float, double, float16 and bfloat16 (Mod, Sign and
- * PRelu over the integers too, And/Or/Xor in both broadcasting forms).
+ * PRelu over the integers too, And/Or/Xor in both broadcasting forms),
+ * and the quant family (case "quant": QuantizeLinear and DequantizeLinear
+ * per tensor, per axis and blocked, DynamicQuantizeLinear), bit-exact.
  *
  * Every CUDA call runs twice and must give the same bits (DTR's
  * recomputation) and give back all its device scratch. Without a CUDA build
@@ -1336,9 +1338,52 @@ START_TEST(test_prelu_mod_logical)
 }
 END_TEST
 
+/* ---- quantization (ops/quant_linear.c, ops/cuda/quant.c) ----------------------------------- */
+
+static void compare_exact(const char *op, int opset, struct onnx_attr *attrs, int n_attrs,
+                          const struct tensor **in, int n_in, int n_out, const char *label)
+{
+    struct run r = { .domain = "", .op = op, .opset = opset, .attrs = attrs, .n_attrs = n_attrs,
+                     .in = in, .n_in = n_in, .n_out = n_out, .rtol = 0, .atol = 0, .label = label };
+    ck_assert_msg(compare(&r) == 0, "%s failed on both backends", label);
+}
+
+START_TEST(test_quant)
+{
+    static const int qt[3] = { ONNX_DTYPE_UINT8, ONNX_DTYPE_INT8, ONNX_DTYPE_INT16 };
+    int64_t xd[3] = { 4, 9, 33 }, one[1] = { 1 }, ax[1] = { 9 }, bd[3] = { 4, 9, 5 };
+    char label[128];
+    for (int q = 0; q < 3; q++) {
+        struct onnx_attr a1 = { .name = "axis", .type = ONNX_ATTR_INT, .i = 1 };
+        struct onnx_attr ab[2] = { { .name = "axis", .type = ONNX_ATTR_INT, .i = -1 },
+                                   { .name = "block_size", .type = ONNX_ATTR_INT, .i = 7 } };
+        const struct tensor *x = rnd(ONNX_DTYPE_FLOAT, 3, xd, -300, 300), *xq = rnd_for(qt[q], 3, xd);
+        const struct tensor *sc[3] = { rnd(ONNX_DTYPE_FLOAT, 1, one, 0.5, 2), rnd(ONNX_DTYPE_FLOAT, 1, ax, 0.5, 2),
+                                       rnd(ONNX_DTYPE_FLOAT, 3, bd, 0.5, 2) };
+        const struct tensor *zp[3] = { rnd_for(qt[q], 1, one), rnd_for(qt[q], 1, ax), rnd_for(qt[q], 3, bd) };
+        for (int m = 0; m < 3; m++) {
+            struct onnx_attr *at = m == 0 ? NULL : m == 1 ? &a1 : ab;
+            int na = m == 0 ? 0 : m == 1 ? 1 : 2;
+            const struct tensor *qin[3] = { x, sc[m], zp[m] }, *din[3] = { xq, sc[m], zp[m] };
+            snprintf(label, sizeof label, "QuantizeLinear %s mode %d", dn(qt[q]), m);
+            compare_exact("QuantizeLinear", 21, at, na, qin, 3, 1, label);
+            snprintf(label, sizeof label, "DequantizeLinear %s mode %d", dn(qt[q]), m);
+            compare_exact("DequantizeLinear", 21, at, na, din, 3, 1, label);
+        }
+        testops_free_all();
+    }
+    /* more elements than one block folds */
+    int64_t big[2] = { 700, 301 };
+    const struct tensor *xb = rnd(ONNX_DTYPE_FLOAT, 2, big, -5, 3);
+    compare_exact("DynamicQuantizeLinear", 11, NULL, 0, &xb, 1, 3, "DynamicQuantizeLinear");
+    testops_free_all();
+}
+END_TEST
+
 /* Two cases: "broadcast" holds the ops that run through the one
  * broadcasting kernel (tests/cuda_emu/run_elem.sh runs it on the host),
- * "other" the reductions, losses, dropout and optimizers. */
+ * "other" the reductions, losses, dropout and optimizers; "reduce_ext"
+ * and "quant" are their own. */
 static Suite *cuda_elem_suite(void)
 {
     Suite *s = suite_create("cuda_elem");
@@ -1372,6 +1417,10 @@ static Suite *cuda_elem_suite(void)
     tcase_add_test(rx, test_reduce_ext);
     tcase_add_test(rx, test_reduce_ext_grad);
     suite_add_tcase(s, rx);
+    TCase *quant = tcase_create("quant");
+    tcase_set_timeout(quant, 600);
+    tcase_add_test(quant, test_quant);
+    suite_add_tcase(s, quant);
     return s;
 }
 
