@@ -7,11 +7,12 @@
  * fixed-size dtype (the bytes are copied). write_indices is read on the
  * host (host_inputs) so that a bad index is an error, not a stray write.
  *
+ * The update is never longer than the cache, so the written rows are
+ * distinct in either mode and the order of the writes does not matter.
+ *
  * Gradient: TensorScatterGrad(dy, write_indices) -> (dpast, dupdate): dpast
- * is dy with the written rows zeroed (rows overwritten more than once by a
- * circular update longer than the cache: the last write wins, as forward),
- * dupdate the rows of dy each update row landed on (0 where a later row
- * overwrote it). */
+ * is dy with the written rows zeroed, dupdate the rows of dy each update
+ * row landed on. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,7 +80,13 @@ int vision_scatter_geom(const struct op_call *c, struct vis_scatter *g, int64_t 
     const int grad = ts_is_grad(c);
     const struct tensor_scatter_params *p = c->params;
     const struct tensor *past = c->in[0];
-    const struct tensor *upd = grad ? &((const struct ts_grad_params *)c->params)->update : c->in[1];
+    struct tensor shape_only;
+    const struct tensor *upd = c->in[1];
+    if (grad) {
+        shape_only = ((const struct ts_grad_params *)c->params)->update;
+        shape_only.dtype = past->dtype;
+        upd = &shape_only;
+    }
     const struct tensor *wi = c->n_in > (grad ? 1 : 2) ? c->in[grad ? 1 : 2] : NULL;
     char a[128], b[128];
     if (past->dtype == ONNX_DTYPE_STRING || onnx_dtype_size(past->dtype) == 0)
@@ -182,22 +189,15 @@ static int ts_cpu(struct op_call *c)
         free(idx);
         return 0;
     }
-    /* dpast: dy with written rows zeroed; dupdate: the row each update row
-     * still owns after the later writes (the last write of a row wins) */
+    /* dpast: dy with the written rows zeroed; dupdate: those rows of dy */
     char *dupd = c->n_out > 1 && c->out[1] ? c->out[1]->data : NULL;
     if (dst)
         memcpy(dst, src, tensor_size_bytes(c->in[0]));
     for (int64_t o = 0; o < g.outer; o++)
         for (int64_t s = 0; s < g.seq; s++) {
-            int64_t w = idx[o / g.per_batch], r = vis_scatter_row(&g, w, s);
-            int last = s + g.max_seq >= g.seq;   /* no later update row lands on r */
-            if (dupd) {
-                char *d = dupd + (size_t)(o * g.seq + s) * row;
-                if (last)
-                    memcpy(d, src + (size_t)(o * g.max_seq + r) * row, row);
-                else
-                    memset(d, 0, row);
-            }
+            int64_t r = vis_scatter_row(&g, idx[o / g.per_batch], s);
+            if (dupd)
+                memcpy(dupd + (size_t)(o * g.seq + s) * row, src + (size_t)(o * g.max_seq + r) * row, row);
             if (dst)
                 memset(dst + (size_t)(o * g.max_seq + r) * row, 0, row);
         }

@@ -46,9 +46,9 @@ VIS_FN int64_t vis_crop_source(const struct vis_crop *g, int64_t i)
 }
 
 /* ---- TensorScatter: the cache is [outer, max_seq, inner], update [outer,
- * seq, inner]; row o belongs to batch entry o / per_batch, whose write index
- * is w[b]. Row s of the update lands on row w[b] + s (mod max_seq when
- * circular). */
+ * seq, inner], seq <= max_seq; row o belongs to batch entry o / per_batch,
+ * whose write index is w[b]. Row s of the update lands on row w[b] + s (mod
+ * max_seq when circular: distinct rows still). */
 struct vis_scatter {
     int circular;
     int64_t outer, per_batch, max_seq, seq, inner;

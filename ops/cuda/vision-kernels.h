@@ -26,7 +26,7 @@ cudaError_t cuda_vis_crop_launch(cudaStream_t stream, size_t esize, const struct
                                  const void *x, void *y);
 
 /* TensorScatter's rows (out already holds a copy of the cache): each update
- * row that no later row overwrites is written to its cache row; idx holds
+ * row is written to its cache row (distinct rows: seq <= max_seq); idx holds
  * one device int64 write index per batch entry. With grad set, `update` is
  * NULL: out (dpast, holding dy) gets those rows zeroed after dupdate (if
  * not NULL) has read them from dy. */

@@ -18,7 +18,8 @@ __global__ void __launch_bounds__(EW_THREADS) crop_kernel(vis_crop g, const E *x
     }
 }
 
-/* One thread per element of the update: (o, s, k). */
+/* One thread per element of the update: (o, s, k); the update is never
+ * longer than the cache, so no two threads write one element. */
 template <typename E>
 __global__ void __launch_bounds__(EW_THREADS)
     scatter_kernel(vis_scatter g, const int64_t *idx, const E *upd, const E *dy, E *out, E *dupd)
@@ -26,17 +27,15 @@ __global__ void __launch_bounds__(EW_THREADS)
     const int64_t total = g.outer * g.seq * g.inner, stride = (int64_t)gridDim.x * blockDim.x;
     for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += stride) {
         const int64_t k = e % g.inner, s = e / g.inner % g.seq, o = e / (g.inner * g.seq);
-        const int last = s + g.max_seq >= g.seq;     /* no later update row lands on r */
         const int64_t r = vis_scatter_row(&g, idx[o / g.per_batch], s);
         const int64_t at = (o * g.max_seq + r) * g.inner + k;
         if (upd) {
-            if (last)
-                out[at] = upd[e];
+            out[at] = upd[e];
             continue;
         }
         if (dupd)
-            dupd[e] = last ? dy[at] : E(0);
-        if (out && last)
+            dupd[e] = dy[at];
+        if (out)
             out[at] = E(0);
     }
 }
