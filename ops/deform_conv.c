@@ -11,10 +11,11 @@
  * double, channel by channel, tap by tap.
  *
  * Gradient: DeformConvGrad(dy, X, W, offset[, mask]) -> (dX, dW, doffset,
- * dmask, dB), one serial pass over images, output points, offset groups and
- * taps in order (deterministic): dB sums dy; per tap and channel, with s the
- * sample and G = sum over o of dy[b, o, p] W[o, c, k]: dW += dy m s, dmask
- * += G s, doffset += G m ds/dpos, and dX's four taps += G m w_tap. */
+ * dmask, dB), each output element (dX: each channel plane) computed by one
+ * function of ops/vision-impl.h in a fixed order (deterministic, and the
+ * same on the device): dB sums dy; per tap and channel, with s the sample
+ * and G = sum over o of dy[b, o, p] W[o, c, k]: dW sums dy m s, dmask G s,
+ * doffset G m ds/dpos, and dX's four taps G m w_tap. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -197,63 +198,42 @@ static int dconv_infer(struct op_call *c)
                     y[(b * g->oc + o) * pts + p] =                                          \
                         (T)vis_dconv_point_##T(g, x, w, off, mask, bias, b, o, p);          \
     }                                                                                       \
+    /* the passes of ops/vision-impl.h's DeformConvGrad functions, element by             \
+     * element (the CUDA kernels run the same functions, one thread each) */              \
     static void dconv_backward_##T(const struct vis_dconv *g, const T *dy, const T *x,      \
                                    const T *w, const T *off, const T *mask, T *dx, T *dw,   \
                                    T *doff, T *dmask, T *db)                                \
     {                                                                                       \
         const int64_t pts = g->oh * g->ow, kk = g->kh * g->kw;                              \
-        int64_t pos[4];                                                                     \
-        double wt[4], py, px, m, dvy, dvx;                                                  \
-        if (dx)                                                                             \
-            memset(dx, 0, sizeof(T) * (size_t)(g->n * g->ic * g->h * g->w));                \
-        if (dw)                                                                             \
-            memset(dw, 0, sizeof(T) * (size_t)(g->oc * g->icg * kk));                       \
         if (db)                                                                             \
-            for (int64_t o = 0; o < g->oc; o++) {                                           \
-                double s = 0;                                                               \
-                for (int64_t b = 0; b < g->n; b++)                                          \
-                    for (int64_t p = 0; p < pts; p++)                                       \
-                        s += (double)dy[(b * g->oc + o) * pts + p];                         \
-                db[o] = (T)s;                                                               \
-            }                                                                               \
-        for (int64_t b = 0; b < g->n; b++)                                                  \
-            for (int64_t og = 0; og < g->offset_group; og++)                                \
-                for (int64_t k = 0; k < kk; k++)                                            \
-                    for (int64_t p = 0; p < pts; p++) {                                     \
-                        vis_dconv_pos_##T(g, off, mask, b, og, k, p, &py, &px, &m);         \
-                        double gy = 0, gx = 0, gm = 0;                                      \
-                        for (int64_t ch = og * g->ic_per_og; ch < (og + 1) * g->ic_per_og;  \
-                             ch++) {                                                        \
-                            const int64_t grp = ch / g->icg, cl = ch % g->icg;              \
-                            const T *plane = x + (b * g->ic + ch) * g->h * g->w;            \
-                            double s = vis_dconv_sample_##T(g, plane, py, px, &dvy, &dvx,   \
-                                                            pos, wt);                       \
-                            double G = 0;                                                   \
-                            for (int64_t o = grp * g->ocg; o < (grp + 1) * g->ocg; o++) {   \
-                                const double d = (double)dy[(b * g->oc + o) * pts + p];     \
-                                T *wv = dw ? dw + (o * g->icg + cl) * kk + k : NULL;        \
-                                G += d * (double)w[(o * g->icg + cl) * kk + k];             \
-                                if (wv)                                                     \
-                                    *wv = (T)((double)*wv + d * (s * m));                   \
+            for (int64_t o = 0; o < g->oc; o++)                                             \
+                db[o] = vis_dconv_db_##T(g, dy, o);                                         \
+        if (dw)                                                                             \
+            for (int64_t o = 0; o < g->oc; o++)                                             \
+                for (int64_t cl = 0; cl < g->icg; cl++)                                     \
+                    for (int64_t k = 0; k < kk; k++)                                        \
+                        dw[(o * g->icg + cl) * kk + k] =                                    \
+                            vis_dconv_dw_##T(g, dy, x, off, mask, o, cl, k);                \
+        if (doff || dmask)                                                                  \
+            for (int64_t b = 0; b < g->n; b++)                                              \
+                for (int64_t og = 0; og < g->offset_group; og++)                            \
+                    for (int64_t k = 0; k < kk; k++)                                        \
+                        for (int64_t p = 0; p < pts; p++) {                                 \
+                            double gy, gx, gm;                                              \
+                            vis_dconv_doff_##T(g, dy, x, w, off, mask, b, og, k, p, &gy,    \
+                                               &gx, &gm);                                   \
+                            const int64_t base = (b * g->offset_group + og) * kk + k;       \
+                            if (doff) {                                                     \
+                                doff[base * 2 * pts + p] = (T)gy;                           \
+                                doff[(base * 2 + 1) * pts + p] = (T)gx;                     \
                             }                                                               \
-                            gm += G * s;                                                    \
-                            gy += G * m * dvy;                                              \
-                            gx += G * m * dvx;                                              \
-                            if (dx) {                                                       \
-                                T *dp = dx + (b * g->ic + ch) * g->h * g->w;                \
-                                for (int t = 0; t < 4; t++)                                 \
-                                    if (pos[t] >= 0)                                        \
-                                        dp[pos[t]] = (T)((double)dp[pos[t]] + G * m * wt[t]); \
-                            }                                                               \
+                            if (dmask)                                                      \
+                                dmask[base * pts + p] = (T)gm;                              \
                         }                                                                   \
-                        const int64_t base = (b * g->offset_group + og) * kk + k;           \
-                        if (doff) {                                                         \
-                            doff[base * 2 * pts + p] = (T)gy;                               \
-                            doff[(base * 2 + 1) * pts + p] = (T)gx;                         \
-                        }                                                                   \
-                        if (dmask)                                                          \
-                            dmask[base * pts + p] = (T)gm;                                  \
-                    }                                                                       \
+        if (dx)                                                                             \
+            for (int64_t pl = 0; pl < g->n * g->ic; pl++)                                   \
+                vis_dconv_dx_plane_##T(g, dy, w, off, mask, pl / g->ic, pl % g->ic,         \
+                                       dx + pl * g->h * g->w);                              \
     }
 DCONV_CPU_DEF(float)
 DCONV_CPU_DEF(double)

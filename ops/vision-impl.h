@@ -188,6 +188,22 @@ struct vis_dconv {
     int64_t pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
 };
 
+/* The four bilinear neighbours of (y, x): plane offsets (-1 outside) and
+ * weights, in the order (y0, x0), (y0, x0 + 1), (y0 + 1, x0), (y0 + 1, x0 + 1). */
+VIS_FN void vis_dconv_taps(const struct vis_dconv *g, double y, double x, int64_t *pos, double *wt)
+{
+    const double y0 = floor(y), x0 = floor(x), ty = y - y0, tx = x - x0;
+    const int64_t iy = (int64_t)y0, ix = (int64_t)x0;
+    for (int k = 0; k < 4; k++) {
+        int64_t yy = iy + (k >> 1), xx = ix + (k & 1);
+        pos[k] = yy >= 0 && yy < g->h && xx >= 0 && xx < g->w ? yy * g->w + xx : -1;
+    }
+    wt[0] = (1 - ty) * (1 - tx);
+    wt[1] = (1 - ty) * tx;
+    wt[2] = ty * (1 - tx);
+    wt[3] = ty * tx;
+}
+
 /* The sampling position of tap k (= ki * kw + kj) of output point p (= i *
  * ow + j) of offset group og of image b, and the tap's mask value. */
 #define VIS_DCONV_DEF(T)                                                                  \
@@ -208,19 +224,11 @@ struct vis_dconv {
                                        double x, double *dvy, double *dvx, int64_t *pos,   \
                                        double *wt)                                        \
     {                                                                                     \
-        const double y0 = floor(y), x0 = floor(x), ty = y - y0, tx = x - x0;              \
-        const int64_t iy = (int64_t)y0, ix = (int64_t)x0;                                 \
+        const double ty = y - floor(y), tx = x - floor(x);                                \
         double v[4];                                                                      \
-        for (int k = 0; k < 4; k++) {                                                     \
-            int64_t yy = iy + (k >> 1), xx = ix + (k & 1);                                \
-            int in = yy >= 0 && yy < g->h && xx >= 0 && xx < g->w;                        \
-            pos[k] = in ? yy * g->w + xx : -1;                                            \
-            v[k] = in ? (double)plane[pos[k]] : 0.0;                                      \
-        }                                                                                 \
-        wt[0] = (1 - ty) * (1 - tx);                                                      \
-        wt[1] = (1 - ty) * tx;                                                            \
-        wt[2] = ty * (1 - tx);                                                            \
-        wt[3] = ty * tx;                                                                  \
+        vis_dconv_taps(g, y, x, pos, wt);                                                 \
+        for (int k = 0; k < 4; k++)                                                       \
+            v[k] = pos[k] >= 0 ? (double)plane[pos[k]] : 0.0;                             \
         *dvy = (1 - tx) * (v[2] - v[0]) + tx * (v[3] - v[1]);                             \
         *dvx = (1 - ty) * (v[1] - v[0]) + ty * (v[3] - v[2]);                             \
         return wt[0] * v[0] + wt[1] * v[1] + wt[2] * v[2] + wt[3] * v[3];                 \
@@ -246,6 +254,94 @@ struct vis_dconv {
     }
 VIS_DCONV_DEF(float)
 VIS_DCONV_DEF(double)
+
+/* DeformConvGrad, one output element (or dX plane) per call, so that the
+ * CPU's loops and the device's threads compute each the same way: G is
+ * sum over o of ch's group of dy[b, o, p] W[o, c, k]; sums in double, in
+ * the loop orders written here. */
+#define VIS_DCONV_GRAD_DEF(T)                                                             \
+    VIS_FN double vis_dconv_g_##T(const struct vis_dconv *g, const T *dy, const T *w,     \
+                                  int64_t b, int64_t ch, int64_t k, int64_t p)             \
+    {                                                                                     \
+        const int64_t kk = g->kh * g->kw, pts = g->oh * g->ow, grp = ch / g->icg;         \
+        const int64_t cl = ch % g->icg;                                                   \
+        double G = 0;                                                                     \
+        for (int64_t o = grp * g->ocg; o < (grp + 1) * g->ocg; o++)                       \
+            G += (double)dy[(b * g->oc + o) * pts + p] *                                  \
+                 (double)w[(o * g->icg + cl) * kk + k];                                   \
+        return G;                                                                         \
+    }                                                                                     \
+    /* dB[o]: dy summed over images and points */                                     \
+    VIS_FN T vis_dconv_db_##T(const struct vis_dconv *g, const T *dy, int64_t o)          \
+    {                                                                                     \
+        const int64_t pts = g->oh * g->ow;                                                \
+        double s = 0;                                                                     \
+        for (int64_t b = 0; b < g->n; b++)                                                \
+            for (int64_t p = 0; p < pts; p++)                                             \
+                s += (double)dy[(b * g->oc + o) * pts + p];                               \
+        return (T)s;                                                                      \
+    }                                                                                     \
+    /* dW[o, cl, k]: dy times the masked sample, over images and points */            \
+    VIS_FN T vis_dconv_dw_##T(const struct vis_dconv *g, const T *dy, const T *x,         \
+                              const T *off, const T *mask, int64_t o, int64_t cl,          \
+                              int64_t k)                                                  \
+    {                                                                                     \
+        const int64_t pts = g->oh * g->ow, ch = (o / g->ocg) * g->icg + cl;               \
+        const int64_t og = ch / g->ic_per_og;                                             \
+        double acc = 0, py, px, m, dvy, dvx, wt[4];                                       \
+        int64_t pos[4];                                                                   \
+        for (int64_t b = 0; b < g->n; b++) {                                              \
+            const T *plane = x + (b * g->ic + ch) * g->h * g->w;                          \
+            for (int64_t p = 0; p < pts; p++) {                                           \
+                vis_dconv_pos_##T(g, off, mask, b, og, k, p, &py, &px, &m);               \
+                double v = vis_dconv_sample_##T(g, plane, py, px, &dvy, &dvx, pos, wt);   \
+                acc += (double)dy[(b * g->oc + o) * pts + p] * (v * m);                   \
+            }                                                                             \
+        }                                                                                 \
+        return (T)acc;                                                                    \
+    }                                                                                     \
+    /* doffset (y, x) and dmask of tap k at point p of offset group og of image b */  \
+    VIS_FN void vis_dconv_doff_##T(const struct vis_dconv *g, const T *dy, const T *x,    \
+                                   const T *w, const T *off, const T *mask, int64_t b,     \
+                                   int64_t og, int64_t k, int64_t p, double *gy,           \
+                                   double *gx, double *gm)                                 \
+    {                                                                                     \
+        double py, px, m, dvy, dvx, wt[4];                                                \
+        int64_t pos[4];                                                                   \
+        vis_dconv_pos_##T(g, off, mask, b, og, k, p, &py, &px, &m);                       \
+        *gy = *gx = *gm = 0;                                                              \
+        for (int64_t ch = og * g->ic_per_og; ch < (og + 1) * g->ic_per_og; ch++) {        \
+            const T *plane = x + (b * g->ic + ch) * g->h * g->w;                          \
+            double v = vis_dconv_sample_##T(g, plane, py, px, &dvy, &dvx, pos, wt);       \
+            double G = vis_dconv_g_##T(g, dy, w, b, ch, k, p);                            \
+            *gm += G * v;                                                                 \
+            *gy += G * m * dvy;                                                           \
+            *gx += G * m * dvx;                                                           \
+        }                                                                                 \
+    }                                                                                     \
+    /* The dX plane of channel ch of image b (h * w elements, overwritten): each      \
+     * tap's bilinear weights times G m, tap by tap, point by point. */                \
+    VIS_FN void vis_dconv_dx_plane_##T(const struct vis_dconv *g, const T *dy, const T *w, \
+                                       const T *off, const T *mask, int64_t b, int64_t ch, \
+                                       T *plane)                                          \
+    {                                                                                     \
+        const int64_t kk = g->kh * g->kw, pts = g->oh * g->ow, og = ch / g->ic_per_og;    \
+        double py, px, m, wt[4];                                                          \
+        int64_t pos[4];                                                                   \
+        for (int64_t i = 0; i < g->h * g->w; i++)                                         \
+            plane[i] = (T)0;                                                              \
+        for (int64_t k = 0; k < kk; k++)                                                  \
+            for (int64_t p = 0; p < pts; p++) {                                           \
+                vis_dconv_pos_##T(g, off, mask, b, og, k, p, &py, &px, &m);               \
+                vis_dconv_taps(g, py, px, pos, wt);                                       \
+                const double G = vis_dconv_g_##T(g, dy, w, b, ch, k, p) * m;              \
+                for (int t = 0; t < 4; t++)                                               \
+                    if (pos[t] >= 0)                                                      \
+                        plane[pos[t]] = (T)((double)plane[pos[t]] + G * wt[t]);           \
+            }                                                                             \
+    }
+VIS_DCONV_GRAD_DEF(float)
+VIS_DCONV_GRAD_DEF(double)
 
 /* ---- host plans (the ops/ files above), checked against the call's shapes ---------------- */
 #ifndef __CUDACC__

@@ -72,6 +72,8 @@ static const struct {
     { "Equal", ~0u }, { "Less", ~0u }, { "LessOrEqual", ~0u }, { "Greater", ~0u }, { "GreaterOrEqual", ~0u },
     /* Derivative zero almost everywhere: PyTorch's autograd gives none. */
     { "Floor", ~0u }, { "Ceil", ~0u }, { "Round", ~0u }, { "Sign", ~0u }, { "ArgMax", ~0u }, { "ArgMin", ~0u },
+    /* Selections that move in steps: no gradient (ops/nms.c, unique.c, roi_align.c's rois). */
+    { "NonMaxSuppression", ~0u }, { "Unique", ~0u }, { "RoiAlign", 2u },
 };
 
 int rt_input_differentiable(const char *domain, const char *op, int i)
@@ -167,7 +169,7 @@ static int output_float(struct facts *f, const struct onnx_node *n, int k)
         "Shape", "Size", "NonZero", "ArgMax", "ArgMin", "Equal", "Less", "LessOrEqual", "Greater",
         "GreaterOrEqual", "Not", "And", "Or", "Xor", "IsNaN", "IsInf", "QuantizeLinear",
         "DynamicQuantizeLinear", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot",
-        "StringNormalizer",
+        "StringNormalizer", "NonMaxSuppression",
     };
     for (size_t i = 0; i < sizeof integral / sizeof integral[0]; i++)
         if (!strcmp(op, integral[i]))

@@ -47,6 +47,14 @@ cudaError_t cuda_vis_dconv_launch(cudaStream_t stream, int dtype, const struct v
                                   const void *x, const void *w, const void *offset,
                                   const void *mask, const void *bias, void *y);
 
+/* DeformConvGrad: dB, dW (one thread per element), doffset and dmask (one
+ * per (image, offset group, tap, point)), dX (one per channel plane); any
+ * output may be NULL. */
+cudaError_t cuda_vis_dconv_grad_launch(cudaStream_t stream, int dtype, const struct vis_dconv *g,
+                                       const void *dy, const void *x, const void *w,
+                                       const void *offset, const void *mask, void *dx, void *dw,
+                                       void *doffset, void *dmask, void *db);
+
 #ifdef __cplusplus
 }
 #endif

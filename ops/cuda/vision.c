@@ -5,8 +5,7 @@
  *    copied, then the update's rows written; write_indices, a host input,
  *    is uploaded);
  *  - ops/roi_align.c: RoiAlign, RoiAlignGrad (avg; batch_indices uploaded);
- *  - ops/deform_conv.c: DeformConv's forward (DeformConvGrad has no CUDA
- *    kernel: the runtime's "no cuda kernel" error names it);
+ *  - ops/deform_conv.c: DeformConv, DeformConvGrad;
  *  - ops/nms.c, ops/unique.c: NonMaxSuppression and Unique, whose output
  *    shapes depend on the values: their inputs are host tensors
  *    (op_def.host_inputs), so the selection is made on the host, as infer
@@ -125,11 +124,27 @@ static int cuda_vision_roi_align(struct op_call *c)
 
 /* ---- DeformConv -------------------------------------------------------------------- */
 
+static void *vision_out(const struct op_call *c, int k)
+{
+    return c->n_out > k && c->out[k] ? c->out[k]->data : NULL;
+}
+
 static int cuda_vision_deform_conv(struct op_call *c)
 {
     struct vis_dconv g;
     if (vision_dconv_geom(c, &g))
         return -1;
+    if (!strcmp(c->def->name, "DeformConvGrad")) {
+        const struct tensor *x = c->in[1];
+        cudaError_t e = cuda_vis_dconv_grad_launch(
+            cuda_ctx_of(c)->stream, x->dtype, &g, c->in[0]->data, x->data, c->in[2]->data,
+            c->in[3]->data, c->n_in > 4 && c->in[4] ? c->in[4]->data : NULL, vision_out(c, 0),
+            vision_out(c, 1), vision_out(c, 2), vision_out(c, 3), vision_out(c, 4));
+        if (e == cudaErrorNotSupported)
+            return ew_dtype_error(c, "X", x->dtype, FLOATS_LIST);
+        CUDA_TRY(c, e);
+        return 0;
+    }
     const struct tensor *x = c->in[0];
     const void *bias = c->n_in > 3 && c->in[3] ? c->in[3]->data : NULL;
     const void *mask = c->n_in > 4 && c->in[4] ? c->in[4]->data : NULL;
@@ -229,6 +244,7 @@ const struct cuda_kernel_entry cuda_kernels_vision[] = {
     { "", "RoiAlign", cuda_vision_roi_align },
     { "dtrexec", "RoiAlignGrad", cuda_vision_roi_align },
     { "", "DeformConv", cuda_vision_deform_conv },
+    { "dtrexec", "DeformConvGrad", cuda_vision_deform_conv },
     { "", "NonMaxSuppression", cuda_vision_nms },
     { "", "Unique", cuda_vision_unique },
     { 0 },

@@ -1,6 +1,6 @@
 /* ops/cuda/vision_kernels.cu — device code of the "vision" family
  * (ops/cuda/vision.c): CenterCropPad's copy, TensorScatter's row writes and
- * its gradient, RoiAlign and its avg gradient, DeformConv's forward, all
+ * its gradient, RoiAlign and its avg gradient, DeformConv and its gradient, all
  * over ops/vision-impl.h, whose per-point functions the CPU kernels call
  * too (same operations, same order). */
 #include "ops/cuda/elem-device.cuh"
@@ -129,6 +129,78 @@ __global__ void __launch_bounds__(EW_THREADS)
     }
 }
 
+/* DeformConvGrad: one thread per element of dB, dW, (doffset, dmask), and
+ * one per dX plane, each running ops/vision-impl.h's function for it. */
+#define DCONV_OVERLOADS(T)                                                                     \
+    __device__ inline T dconv_db(const vis_dconv *g, const T *dy, int64_t o)                   \
+    {                                                                                          \
+        return vis_dconv_db_##T(g, dy, o);                                                     \
+    }                                                                                          \
+    __device__ inline T dconv_dw(const vis_dconv *g, const T *dy, const T *x, const T *off,    \
+                                 const T *mask, int64_t o, int64_t cl, int64_t k)              \
+    {                                                                                          \
+        return vis_dconv_dw_##T(g, dy, x, off, mask, o, cl, k);                                \
+    }                                                                                          \
+    __device__ inline void dconv_doff(const vis_dconv *g, const T *dy, const T *x, const T *w, \
+                                      const T *off, const T *mask, int64_t b, int64_t og,      \
+                                      int64_t k, int64_t p, double *gy, double *gx, double *gm) \
+    {                                                                                          \
+        vis_dconv_doff_##T(g, dy, x, w, off, mask, b, og, k, p, gy, gx, gm);                   \
+    }                                                                                          \
+    __device__ inline void dconv_dx_plane(const vis_dconv *g, const T *dy, const T *w,         \
+                                          const T *off, const T *mask, int64_t b, int64_t ch,  \
+                                          T *plane)                                            \
+    {                                                                                          \
+        vis_dconv_dx_plane_##T(g, dy, w, off, mask, b, ch, plane);                             \
+    }
+DCONV_OVERLOADS(float)
+DCONV_OVERLOADS(double)
+#undef DCONV_OVERLOADS
+
+template <typename T>
+__global__ void __launch_bounds__(EW_THREADS)
+    dconv_grad_wb_kernel(vis_dconv g, const T *dy, const T *x, const T *off, const T *mask, T *dw, T *db)
+{
+    const int64_t kk = g.kh * g.kw, nw = dw ? g.oc * g.icg * kk : 0, total = nw + (db ? g.oc : 0);
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += stride) {
+        if (e < nw)
+            dw[e] = dconv_dw(&g, dy, x, off, mask, e / (g.icg * kk), e / kk % g.icg, e % kk);
+        else
+            db[e - nw] = dconv_db(&g, dy, e - nw);
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(EW_THREADS)
+    dconv_grad_off_kernel(vis_dconv g, const T *dy, const T *x, const T *w, const T *off, const T *mask,
+                          T *doff, T *dmask)
+{
+    const int64_t kk = g.kh * g.kw, pts = g.oh * g.ow, total = g.n * g.offset_group * kk * pts;
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += stride) {
+        const int64_t p = e % pts, base = e / pts, k = base % kk, og = base / kk % g.offset_group;
+        const int64_t b = base / (kk * g.offset_group);
+        double gy, gx, gm;
+        dconv_doff(&g, dy, x, w, off, mask, b, og, k, p, &gy, &gx, &gm);
+        if (doff) {
+            doff[base * 2 * pts + p] = (T)gy;
+            doff[(base * 2 + 1) * pts + p] = (T)gx;
+        }
+        if (dmask)
+            dmask[base * pts + p] = (T)gm;
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(64)
+    dconv_grad_dx_kernel(vis_dconv g, const T *dy, const T *w, const T *off, const T *mask, T *dx)
+{
+    const int64_t planes = g.n * g.ic, stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t pl = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; pl < planes; pl += stride)
+        dconv_dx_plane(&g, dy, w, off, mask, pl / g.ic, pl % g.ic, dx + pl * g.h * g.w);
+}
+
 /* The element type of esize bytes, for the copies. */
 template <typename F> cudaError_t by_size(size_t esize, F f)
 {
@@ -200,6 +272,32 @@ extern "C" cudaError_t cuda_vis_dconv_launch(cudaStream_t stream, int dtype, con
             dconv_kernel<T><<<ew_blocks(total, EW_THREADS), EW_THREADS, 0, stream>>>(
                 *g, (const T *)x, (const T *)w, (const T *)offset, (const T *)mask,
                 (const T *)bias, (T *)y);
+        return cudaGetLastError();
+    });
+}
+
+extern "C" cudaError_t cuda_vis_dconv_grad_launch(cudaStream_t stream, int dtype,
+                                                  const struct vis_dconv *g, const void *dy,
+                                                  const void *x, const void *w, const void *offset,
+                                                  const void *mask, void *dx, void *dw,
+                                                  void *doffset, void *dmask, void *db)
+{
+    return dtype_visit<DS_FLOATS>(dtype, [&](auto tag) -> cudaError_t {
+        typedef typename dt<decltype(tag)::value>::T T;
+        const int64_t kk = g->kh * g->kw;
+        const int64_t nwb = (dw ? g->oc * g->icg * kk : 0) + (db ? g->oc : 0);
+        const int64_t noff = doffset || dmask ? g->n * g->offset_group * kk * g->oh * g->ow : 0;
+        if (nwb > 0)
+            dconv_grad_wb_kernel<T><<<ew_blocks(nwb, EW_THREADS), EW_THREADS, 0, stream>>>(
+                *g, (const T *)dy, (const T *)x, (const T *)offset, (const T *)mask, (T *)dw,
+                (T *)db);
+        if (noff > 0)
+            dconv_grad_off_kernel<T><<<ew_blocks(noff, EW_THREADS), EW_THREADS, 0, stream>>>(
+                *g, (const T *)dy, (const T *)x, (const T *)w, (const T *)offset,
+                (const T *)mask, (T *)doffset, (T *)dmask);
+        if (dx && g->n * g->ic > 0)
+            dconv_grad_dx_kernel<T><<<ew_blocks(g->n * g->ic, 64), 64, 0, stream>>>(
+                *g, (const T *)dy, (const T *)w, (const T *)offset, (const T *)mask, (T *)dx);
         return cudaGetLastError();
     });
 }

@@ -4,8 +4,8 @@
  * random inputs: CenterCropPad over element sizes, TensorScatter and its
  * gradient (linear, circular wrapping past the end),
  * RoiAlign (avg, max, both coordinate modes, fixed and adaptive sampling)
- * and its gradient, DeformConv (mask, bias, groups, offset groups, pads,
- * strides, dilations), NonMaxSuppression and Unique (the host path). Each
+ * and its gradient, DeformConv and its gradient (mask, bias, groups,
+ * offset groups, pads, strides, dilations), NonMaxSuppression and Unique (the host path). Each
  * emulated call runs twice and must give the same bits. Exits 1 on the
  * first mismatch. */
 #include <math.h>
@@ -133,8 +133,8 @@ static void run(const char *what, const char *domain, const char *op, int opset,
         return;
     }
     keep(params);
-    struct tensor ref[4], dev[2][4];
-    struct tensor *outs[4] = { &ref[0], &ref[1], &ref[2], &ref[3] };
+    struct tensor ref[5], dev[2][5];
+    struct tensor *outs[5] = { &ref[0], &ref[1], &ref[2], &ref[3], &ref[4] };
     struct op_env env = { .scratch_alloc = scratch, .scratch_free = scratch_free, .backend = &backend_cpu,
                           .threads = 1, .err = err, .err_size = sizeof err };
     struct op_call c = { .def = def, .version = version, .params = params, .node_name = what,
@@ -163,7 +163,7 @@ static void run(const char *what, const char *domain, const char *op, int opset,
         return;
     }
     for (int run = 0; run < 2; run++) {
-        struct tensor *douts[4] = { &dev[run][0], &dev[run][1], &dev[run][2], &dev[run][3] };
+        struct tensor *douts[5] = { &dev[run][0], &dev[run][1], &dev[run][2], &dev[run][3], &dev[run][4] };
         for (int k = 0; k < n_out; k++) {
             dev[run][k] = ref[k];
             dev[run][k].data = keep(malloc(tensor_size_bytes(&ref[k]) + 8));
@@ -273,6 +273,10 @@ int main(void)
                                     T(fl[t], -2.5, 2.5, 1, 24, 3, 6), T(fl[t], -1, 1, 4),
                                     T(fl[t], 0, 1, 1, 12, 3, 6) };
             run("DeformConv groups mask bias", "", "DeformConv", 22, b, 5, 5, q, 1);
+            struct tensor *gq[5] = { T(fl[t], -1, 1, 1, 4, 3, 6), q[0], q[1], q[2], q[4] };
+            run("DeformConvGrad groups mask", "dtrexec", "DeformConvGrad", 1, b, 5, 5, gq, 5);
+            struct tensor *gp[4] = { T(fl[t], -1, 1, 2, 3, 3, 4), p[0], p[1], p[2] };
+            run("DeformConvGrad", "dtrexec", "DeformConvGrad", 1, a, 1, 4, gp, 5);
         }
     }
     /* NonMaxSuppression, Unique: the host path */
