@@ -133,6 +133,17 @@
     X(op_qlinear_matmul) \
     X(op_conv_integer) \
     X(op_qlinear_conv) \
+    /* vision and data-dependent: ops/center_crop_pad.c, tensor_scatter.c, roi_align.c, \
+     * deform_conv.c, nms.c, unique.c */ \
+    X(op_center_crop_pad) \
+    X(op_tensor_scatter) \
+    X(op_tensor_scatter_grad) \
+    X(op_roi_align) \
+    X(op_roi_align_grad) \
+    X(op_deform_conv) \
+    X(op_deform_conv_grad) \
+    X(op_non_max_suppression) \
+    X(op_unique) \
     /* nn: conv, pool, normalization, gemm/matmul */ \
     X(op_conv) \
     X(op_conv_transpose) \

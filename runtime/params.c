@@ -89,6 +89,8 @@ static const struct {
      * a float path). */
     { "QuantizeLinear", ~0u }, { "DequantizeLinear", ~0u }, { "DynamicQuantizeLinear", ~0u },
     { "QLinearMatMul", ~0u }, { "QLinearConv", ~0u }, { "MatMulInteger", ~0u }, { "ConvInteger", ~0u },
+    /* Selections that move in steps: no gradient (ops/nms.c, unique.c, roi_align.c's rois). */
+    { "NonMaxSuppression", ~0u }, { "Unique", ~0u }, { "RoiAlign", 2u },
 };
 
 int rt_input_differentiable(const char *domain, const char *op, int i)
@@ -184,7 +186,7 @@ static int output_float(struct facts *f, const struct onnx_node *n, int k)
         "Shape", "Size", "NonZero", "ArgMax", "ArgMin", "Equal", "Less", "LessOrEqual", "Greater",
         "GreaterOrEqual", "Not", "And", "Or", "Xor", "IsNaN", "IsInf", "QuantizeLinear",
         "DynamicQuantizeLinear", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot",
-        "StringNormalizer",
+        "StringNormalizer", "NonMaxSuppression",
     };
     for (size_t i = 0; i < sizeof integral / sizeof integral[0]; i++)
         if (!strcmp(op, integral[i]))

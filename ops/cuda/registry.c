@@ -35,6 +35,9 @@ extern const struct cuda_kernel_entry cuda_kernels_attn[];
 #ifdef DTRX_CUDA_HAS_QUANT
 extern const struct cuda_kernel_entry cuda_kernels_quant[];
 #endif
+#ifdef DTRX_CUDA_HAS_VISION
+extern const struct cuda_kernel_entry cuda_kernels_vision[];
+#endif
 
 static const struct cuda_kernel_entry *const families[] = {
 #ifdef DTRX_CUDA_HAS_BLAS
@@ -60,6 +63,9 @@ static const struct cuda_kernel_entry *const families[] = {
 #endif
 #ifdef DTRX_CUDA_HAS_QUANT
     cuda_kernels_quant,
+#endif
+#ifdef DTRX_CUDA_HAS_VISION
+    cuda_kernels_vision,
 #endif
     NULL,
 };
