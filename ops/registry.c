@@ -45,6 +45,7 @@
     X(op_celu) \
     X(op_mish) \
     X(op_swish) \
+    X(op_swiglu) \
     X(op_prelu) \
     X(op_mod) \
     X(op_and) \
