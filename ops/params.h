@@ -214,6 +214,11 @@ struct attention_params {
     int64_t left_window, right_window; /* -1: unbounded (Attention-25) */
 };
 
+/* ops/causal_conv.c: CausalConvWithState and its gradient kernel */
+struct causal_conv_params {
+    int silu;                          /* activation "silu" or "swish" */
+};
+
 /* ops/optimizer.c */
 struct optimizer_params {
     float lr, momentum, beta1, beta2, epsilon, weight_decay;

@@ -143,6 +143,7 @@
     X(op_instance_normalization) \
     X(op_rotary_embedding) \
     X(op_attention) \
+    X(op_causal_conv_with_state) \
     /* shape and data movement */ \
     X(op_reshape) \
     X(op_flatten) \
@@ -208,6 +209,7 @@
     X(op_rms_norm_grad) \
     X(op_group_norm_grad) \
     X(op_attention_grad) \
+    X(op_causal_conv_with_state_grad) \
     /* gradients: math */ \
     X(op_relu_grad) \
     X(op_leaky_relu_grad) \

@@ -16,7 +16,10 @@ interleaved, partial rotation, 3-D input, with and without position_ids; the
 caches are constants); Attention (attention.c): 3-D and 4-D, grouped-query,
 scale, causal, bool and float masks (constants), past key/value with the
 present outputs feeding the loss, softcap, sliding windows and
-nonpad_kv_seqlen."""
+nonpad_kv_seqlen; CausalConvWithState (causal_conv.c) and LinearAttention
+(linear_attention.c), each through its output and through its state, and
+two decode steps chained through the state; FlexAttention (ai.onnx.preview,
+made of ordinary calls by the runtime) with score_mod and prob_mod."""
 import numpy as np
 from onnx import helper
 
@@ -292,3 +295,41 @@ attention("nonpad_causal_24", qkv4(2, 2, 2, 2, 5, 3) + [("", None), ("", None), 
                                                         ("n", np.array([4, 2], np.int64))], opset=24, is_causal=1)
 # a fully masked query row (key 0 never visible, query 0 attends only it): its output and gradient are zero
 attention("fully_masked_row", qkv4(1, 1, 1, 3, 3, 2) + [("m", np.array([False, True, True]))], is_causal=1)
+
+
+def sq_loss(outputs):
+    """Nodes summing the squares of each output into "loss" (no output's
+    gradient is uniform)."""
+    nodes = [helper.make_node("Mul", [t, t], [t + "2"]) for t in outputs]
+    nodes += [helper.make_node("ReduceSum", [t + "2"], [t + "s"], keepdims=0) for t in outputs]
+    return nodes + [helper.make_node("Sum", [t + "s" for t in outputs], ["loss"])]
+
+
+# ---- CausalConvWithState (27) ----------------------------------------------------------------
+def causal_conv(name, b, c, length, k, bias=True, past=True, **attrs):
+    ins = {"x": rand(b, c, length), "w": rand(c, 1, k)}
+    names = ["x", "w", "bias" if bias else "", "past" if past else ""]
+    if bias:
+        ins["bias"] = rand(c)
+    if past:
+        ins["past"] = rand(b, c, k - 1)
+    while not names[-1]:
+        names.pop()
+    case("causal_conv_" + name, graph_model(
+        [helper.make_node("CausalConvWithState", names, ["y", "state"], **attrs)] + sq_loss(["y", "state"]),
+        ins, ["loss"], opset=27))
+
+
+causal_conv("basic", 2, 3, 5, 3, bias=False, past=False)
+causal_conv("bias_past", 2, 3, 5, 3)
+causal_conv("silu", 1, 4, 6, 4, activation="silu")
+causal_conv("swish_short", 2, 2, 2, 4, activation="swish")
+causal_conv("k1", 2, 3, 4, 1, past=False)
+case("causal_conv_output_only", single_op("CausalConvWithState", [("x", rand(2, 3, 4)), ("w", rand(3, 1, 2)),
+                                                                  ("bias", rand(3))], opset=27))
+# a prefill and a decode step chained through the state
+case("causal_conv_chained", graph_model(
+    [helper.make_node("CausalConvWithState", ["x", "w", "bias"], ["y1", "s1"], activation="silu"),
+     helper.make_node("CausalConvWithState", ["x2", "w", "bias", "s1"], ["y2", "s2"], activation="silu")]
+    + sq_loss(["y1", "y2"]),
+    {"x": rand(1, 3, 4), "x2": rand(1, 3, 1), "w": rand(3, 1, 3), "bias": rand(3)}, ["loss"], opset=27))
