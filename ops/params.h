@@ -219,6 +219,13 @@ struct causal_conv_params {
     int silu;                          /* activation "silu" or "swish" */
 };
 
+/* ops/linear_attention.c: LinearAttention and its gradient kernel */
+struct linear_attention_params {
+    int gated, delta;                  /* update_rule: linear 0 0 ... gated_delta 1 1 */
+    int64_t q_num_heads, kv_num_heads;
+    float scale;                       /* 0: 1 / sqrt(dk) */
+};
+
 /* ops/optimizer.c */
 struct optimizer_params {
     float lr, momentum, beta1, beta2, epsilon, weight_decay;

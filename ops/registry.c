@@ -144,6 +144,7 @@
     X(op_rotary_embedding) \
     X(op_attention) \
     X(op_causal_conv_with_state) \
+    X(op_linear_attention) \
     /* shape and data movement */ \
     X(op_reshape) \
     X(op_flatten) \
@@ -210,6 +211,7 @@
     X(op_group_norm_grad) \
     X(op_attention_grad) \
     X(op_causal_conv_with_state_grad) \
+    X(op_linear_attention_grad) \
     /* gradients: math */ \
     X(op_relu_grad) \
     X(op_leaky_relu_grad) \

@@ -333,3 +333,46 @@ case("causal_conv_chained", graph_model(
      helper.make_node("CausalConvWithState", ["x2", "w", "bias", "s1"], ["y2", "s2"], activation="silu")]
     + sq_loss(["y1", "y2"]),
     {"x": rand(1, 3, 4), "x2": rand(1, 3, 1), "w": rand(3, 1, 3), "bias": rand(3)}, ["loss"], opset=27))
+
+
+# ---- LinearAttention (27) ----------------------------------------------------------------------
+def lin_att(name, b, t, hq, hkv, dk, dv, rule, past=True, decay_per_key=True, beta_shared=False, **attrs):
+    ins = {"q": rand(b, t, hq * dk), "k": rand(b, t, hkv * dk) * 0.5, "v": rand(b, t, hkv * dv)}
+    names = ["q", "k", "v", "", "", ""]
+    if past:
+        ins["past"] = rand(b, hkv, dk, dv)
+        names[3] = "past"
+    if rule in ("gated", "gated_delta"):
+        ins["decay"] = rand(b, t, hkv * dk if decay_per_key else hkv, low=-1.0, high=-0.05)
+        names[4] = "decay"
+    if rule in ("delta", "gated_delta"):
+        ins["beta"] = rand(b, t, 1 if beta_shared else hkv, low=0.2, high=0.9)
+        names[5] = "beta"
+    while not names[-1]:
+        names.pop()
+    case("linear_attention_" + name, graph_model(
+        [helper.make_node("LinearAttention", names, ["y", "state"], q_num_heads=hq, kv_num_heads=hkv,
+                          update_rule=rule, **attrs)] + sq_loss(["y", "state"]),
+        ins, ["loss"], opset=27))
+
+
+lin_att("linear", 2, 3, 2, 2, 3, 2, "linear", past=False)
+lin_att("linear_past_scale", 1, 3, 2, 2, 2, 3, "linear", scale=0.6)
+lin_att("gated_per_key", 1, 4, 2, 2, 3, 2, "gated")
+lin_att("gated_per_head", 2, 3, 2, 2, 2, 2, "gated", decay_per_key=False)
+lin_att("delta", 1, 4, 2, 2, 3, 3, "delta")
+lin_att("delta_beta_shared", 2, 3, 2, 2, 2, 2, "delta", beta_shared=True, past=False)
+lin_att("gated_delta_gqa", 1, 3, 4, 2, 3, 2, "gated_delta")
+lin_att("gated_delta_mqa_head_decay", 2, 2, 2, 1, 2, 3, "gated_delta", decay_per_key=False, beta_shared=True)
+case("linear_attention_output_only", single_op("LinearAttention", [
+    ("q", rand(1, 3, 4)), ("k", rand(1, 3, 4)), ("v", rand(1, 3, 4)), ("", None),
+    ("decay", rand(1, 3, 2, low=-1.0, high=-0.1)), ("beta", rand(1, 3, 2, low=0.2, high=0.9))],
+    attrs=dict(q_num_heads=2, kv_num_heads=2), opset=27))
+# prefill, then a decode step from its state
+case("linear_attention_chained", graph_model(
+    [helper.make_node("LinearAttention", ["q", "k", "v", "", "g", "b"], ["y1", "s1"], q_num_heads=2, kv_num_heads=1),
+     helper.make_node("LinearAttention", ["q2", "k2", "v2", "s1", "g2", "b2"], ["y2", "s2"], q_num_heads=2,
+                      kv_num_heads=1)] + sq_loss(["y1", "y2"]),
+    {"q": rand(1, 3, 4), "k": rand(1, 3, 2), "v": rand(1, 3, 3), "g": rand(1, 3, 2, low=-1.0, high=-0.1),
+     "b": rand(1, 3, 1, low=0.2, high=0.9), "q2": rand(1, 1, 4), "k2": rand(1, 1, 2), "v2": rand(1, 1, 3),
+     "g2": rand(1, 1, 2, low=-1.0, high=-0.1), "b2": rand(1, 1, 1, low=0.2, high=0.9)}, ["loss"], opset=27))
