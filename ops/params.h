@@ -226,6 +226,13 @@ struct linear_attention_params {
     float scale;                       /* 0: 1 / sqrt(dk) */
 };
 
+/* ops/control.c: FlexAttention (executed by runtime/control.c) */
+struct flex_attention_params {
+    int has_scale;
+    float scale;                       /* when has_scale; else 1 / sqrt(head size) */
+    int softmax_precision;             /* an onnx dtype; 0: absent */
+};
+
 /* ops/optimizer.c */
 struct optimizer_params {
     float lr, momentum, beta1, beta2, epsilon, weight_decay;

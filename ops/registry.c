@@ -246,6 +246,7 @@
     X(op_adam_update) \
     /* executed by the runtime: control flow, sequences, optionals */ \
     X(op_if) \
+    X(op_flex_attention) \
     X(op_loop) \
     X(op_scan) \
     X(op_sequence_empty) \

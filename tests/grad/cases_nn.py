@@ -376,3 +376,44 @@ case("linear_attention_chained", graph_model(
     {"q": rand(1, 3, 4), "k": rand(1, 3, 2), "v": rand(1, 3, 3), "g": rand(1, 3, 2, low=-1.0, high=-0.1),
      "b": rand(1, 3, 1, low=0.2, high=0.9), "q2": rand(1, 1, 4), "k2": rand(1, 1, 2), "v2": rand(1, 1, 3),
      "g2": rand(1, 1, 2, low=-1.0, high=-0.1), "b2": rand(1, 1, 1, low=0.2, high=0.9)}, ["loss"], opset=27))
+
+
+# ---- FlexAttention (ai.onnx.preview 1) ----------------------------------------------------------
+def flex_model(ins, score_mod=None, prob_mod=None, **attrs):
+    if score_mod is not None:
+        attrs["score_mod"] = score_mod
+    if prob_mod is not None:
+        attrs["prob_mod"] = prob_mod
+    node = helper.make_node("FlexAttention", ["q", "k", "v"], ["y"], domain="ai.onnx.preview", **attrs)
+    graph = helper.make_graph([node], "flex", [], [helper.make_tensor_value_info("y", 1, None)],
+                              initializer=[helper.make_tensor(n, 1, a.shape, a.flatten().tolist())
+                                           for n, a in ins.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23),
+                                                    helper.make_opsetid("ai.onnx.preview", 1)])
+    model.ir_version = 10
+    return model
+
+
+def mod_graph(nodes, inits=None):
+    return helper.make_graph(nodes, "mod", [helper.make_tensor_value_info("s", 1, None)],
+                             [helper.make_tensor_value_info("o", 1, None)],
+                             initializer=[helper.make_tensor(n, 1, a.shape, a.flatten().tolist())
+                                          for n, a in (inits or {}).items()])
+
+
+def flex(name, b, hq, hkv, lq, lk, e, ev, **attrs):
+    ins = {"q": rand(b, hq, lq, e), "k": rand(b, hkv, lk, e), "v": rand(b, hkv, lk, ev)}
+    case("flexattention_" + name, flex_model(ins, **attrs))
+
+
+flex("plain", 2, 2, 2, 3, 4, 3, 3)
+flex("gqa_scale", 1, 4, 2, 3, 3, 2, 4, scale=0.5)
+# soft cap: 2 tanh(s / 2), with the subgraph's own constant
+flex("soft_cap", 1, 2, 2, 3, 4, 3, 2, score_mod=mod_graph(
+    [helper.make_node("Div", ["s", "c"], ["t"]), helper.make_node("Tanh", ["t"], ["u"]),
+     helper.make_node("Mul", ["u", "c"], ["o"])], {"c": np.array(2.0, np.float32)}))
+# a relative bias read from the enclosing graph (trained through the subgraph)
+case("flexattention_outer_bias", flex_model(
+    {"q": rand(1, 2, 3, 2), "k": rand(1, 2, 3, 2), "v": rand(1, 2, 3, 2), "bias": rand(3, 3)},
+    score_mod=mod_graph([helper.make_node("Add", ["s", "bias"], ["o"])])))
+flex("prob_mod", 1, 2, 1, 2, 3, 2, 2, prob_mod=mod_graph([helper.make_node("Mul", ["s", "s"], ["o"])]))
