@@ -34,13 +34,13 @@ static int cc_parse(const struct onnx_node *node, int version, void **params, ch
     else if (!strcmp(act, "silu") || !strcmp(act, "swish"))
         silu = 1;
     else {
-        snprintf(err, err_size, "node '%s' (%s): activation '%s' is not one of 'none', 'silu', "
-                 "'swish'", node->name, node->op_type, act);
+        snprintf(err, err_size, "activation '%s' is not one of 'none', 'silu', "
+                 "'swish'", act);
         return -1;
     }
     struct causal_conv_params *p = calloc(1, sizeof *p);
     if (!p) {
-        snprintf(err, err_size, "node '%s' (%s): out of memory", node->name, node->op_type);
+        snprintf(err, err_size, "out of memory");
         return -1;
     }
     p->silu = silu;

@@ -92,8 +92,8 @@ static int mod_graph_ok(const struct onnx_node *node, const char *attr, char *er
     if (need_graph(node, attr, err, err_size))
         return -1;
     if (a->g->n_inputs != 1 || a->g->n_outputs != 1) {
-        snprintf(err, err_size, "node '%s' (%s): subgraph '%s' has %d inputs and %d outputs; it must "
-                 "have one of each", node->name, node->op_type, attr, a->g->n_inputs, a->g->n_outputs);
+        snprintf(err, err_size, "subgraph '%s' has %d inputs and %d outputs; it must have one of each",
+                 attr, a->g->n_inputs, a->g->n_outputs);
         return -1;
     }
     return 0;
@@ -105,19 +105,19 @@ static int flex_parse(const struct onnx_node *node, int version, void **params, 
         return -1;
     const struct onnx_attr *sc = onnx_node_attr(node, "scale");
     if (sc && (sc->type != ONNX_ATTR_FLOAT || !isfinite(sc->f))) {
-        snprintf(err, err_size, "node '%s' (%s): scale must be a finite float", node->name, node->op_type);
+        snprintf(err, err_size, "scale must be a finite float");
         return -1;
     }
     int64_t prec = onnx_node_attr_int(node, "softmax_precision", 0);
     if (prec != 0 && prec != ONNX_DTYPE_FLOAT && prec != ONNX_DTYPE_FLOAT16 && prec != ONNX_DTYPE_BFLOAT16
         && prec != ONNX_DTYPE_DOUBLE) {
-        snprintf(err, err_size, "node '%s' (%s): softmax_precision %lld is not float, float16, bfloat16 or "
-                 "double (1, 10, 16, 11)", node->name, node->op_type, (long long)prec);
+        snprintf(err, err_size, "softmax_precision %lld is not float, float16, bfloat16 or double (1, 10, "
+                 "16, 11)", (long long)prec);
         return -1;
     }
     struct flex_attention_params *p = calloc(1, sizeof *p);
     if (!p) {
-        snprintf(err, err_size, "node '%s' (%s): out of memory", node->name, node->op_type);
+        snprintf(err, err_size, "out of memory");
         return -1;
     }
     p->has_scale = sc != NULL;

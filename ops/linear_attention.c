@@ -46,38 +46,36 @@ static int la_parse(const struct onnx_node *node, int version, void **params, ch
     else if (!strcmp(rule, "gated_delta"))
         gated = 1, delta = 1;
     else {
-        snprintf(err, err_size, "node '%s' (%s): update_rule '%s' is not one of 'linear', "
-                 "'gated', 'delta', 'gated_delta'", node->name, node->op_type, rule);
+        snprintf(err, err_size, "update_rule '%s' is not one of 'linear', "
+                 "'gated', 'delta', 'gated_delta'", rule);
         return -1;
     }
     if (!onnx_node_attr(node, "q_num_heads") || !onnx_node_attr(node, "kv_num_heads")) {
-        snprintf(err, err_size, "node '%s' (%s): the attributes q_num_heads and kv_num_heads "
-                 "are required", node->name, node->op_type);
+        snprintf(err, err_size, "the attributes q_num_heads and kv_num_heads "
+                 "are required");
         return -1;
     }
     int64_t hq = onnx_node_attr_int(node, "q_num_heads", 0);
     int64_t hkv = onnx_node_attr_int(node, "kv_num_heads", 0);
     if (hq <= 0 || hkv <= 0 || hq % hkv) {
-        snprintf(err, err_size, "node '%s' (%s): q_num_heads=%lld must be a positive multiple "
-                 "of kv_num_heads=%lld", node->name, node->op_type, (long long)hq,
+        snprintf(err, err_size, "q_num_heads=%lld must be a positive multiple "
+                 "of kv_num_heads=%lld", (long long)hq,
                  (long long)hkv);
         return -1;
     }
     int64_t chunk = onnx_node_attr_int(node, "chunk_size", 64);
     if (chunk <= 0) {
-        snprintf(err, err_size, "node '%s' (%s): chunk_size=%lld must be positive", node->name,
-                 node->op_type, (long long)chunk);
+        snprintf(err, err_size, "chunk_size=%lld must be positive", (long long)chunk);
         return -1;
     }
     float scale = onnx_node_attr_float(node, "scale", 0.0f);
     if (!(scale == scale) || isinf(scale)) {
-        snprintf(err, err_size, "node '%s' (%s): scale=%g is not finite", node->name,
-                 node->op_type, (double)scale);
+        snprintf(err, err_size, "scale=%g is not finite", (double)scale);
         return -1;
     }
     struct linear_attention_params *p = calloc(1, sizeof *p);
     if (!p) {
-        snprintf(err, err_size, "node '%s' (%s): out of memory", node->name, node->op_type);
+        snprintf(err, err_size, "out of memory");
         return -1;
     }
     p->gated = gated;
