@@ -1,9 +1,10 @@
 /* ops/activation.c — the activations beside Relu and Gelu (ops/unary.c):
  * HardSigmoid (opsets 1, 6, 22; alpha, beta), HardSwish (14, 22), Softplus
  * (1, 22), Elu (1, 6, 22; alpha), Selu (1, 6, 22; alpha, gamma), Celu
- * (12, 28; alpha), Mish (18, 22), Swish (24; alpha), and PRelu (1, 6, 7,
- * 9, 16) whose slope broadcasts into X (numpy-style, unidirectionally; a
- * one-element slope in every version). The versions only widened the type
+ * (12, 28; alpha), Mish (18, 22), Swish (24; alpha), SwiGLU (28; alpha:
+ * Y = Swish_alpha(A) * B over two inputs of one shape, no broadcasting), and
+ * PRelu (1, 6, 7, 9, 16) whose slope broadcasts into X (numpy-style,
+ * unidirectionally; a one-element slope in every version). The versions only widened the type
  * lists; opset 1's consumed_inputs is a legacy hint and is ignored. Types:
  * float, double, float16, bfloat16 (the 16-bit ones computed in float), and
  * for PRelu also int32, int64, uint32, uint64.
@@ -12,7 +13,8 @@
  * dtrexec-domain kernel per op over (dy, X) — HardSigmoidGrad (alpha where
  * 0 < alpha x + beta < 1, else 0), HardSwishGrad (0 below -3, x/3 + 1/2 on
  * [-3, 3], 1 above), SoftplusGrad (sigmoid x), EluGrad, SeluGrad, CeluGrad
- * (the exponential branch for x <= 0), MishGrad, SwishGrad — and
+ * (the exponential branch for x <= 0), MishGrad, SwishGrad — SwiGLU's
+ * made of those (dA = SwishGrad(dy * B, A), dB = dy * Swish(A)), and
  * PReluGrad(dy, X, slope) with wrt = 0 (dy where x > 0, else slope dy) or
  * 1 (x dy where x <= 0, else 0), summed back to the slope's shape. */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -231,6 +233,78 @@ ACT_DEF(selu, "Selu", 11, 1, 6, 22)
 ACT_DEF(celu, "Celu", 11, 12, 28)
 ACT_DEF(mish, "Mish", 28, 18, 22)
 ACT_DEF(swish, "Swish", 11, 24)
+
+/* ---- SwiGLU ------------------------------------------------------------------ */
+
+/* x is A, y is B; the gate is Swish's own formula in the same compute type. */
+#define SWIGLU_DEF(op, D)                                                               \
+    EW_BINARY_INNER(op##_##D, T_(D), T_(D), T_(D),                                      \
+                    EW_ST_##D(SCAL_(swish, D)(EW_LD_##D(x), ctx) * EW_LD_##D(y)))
+EW_REAL_TYPES(SWIGLU_DEF, swiglu)
+static const ew_inner_fn swiglu_fns[EW_DTYPE_COUNT] = { EW_REAL_TYPES(EW_ENTRY, swiglu) };
+
+ACT_PARSE(swiglu, 1.0f, 0.0f, 0.0f)
+
+/* The schema forbids broadcasting: A and B must agree in dtype and shape. */
+static int swiglu_infer(struct op_call *c)
+{
+    const struct tensor *a = c->in[0], *b = c->in[1];
+    if (!EW_LOOKUP(swiglu_fns, a->dtype))
+        return ew_dtype_error(c, "A", a->dtype, REAL_LIST);
+    if (b->dtype != a->dtype)
+        return op_error(c, "B has dtype %s but A has %s; they must match",
+                        onnx_dtype_name(b->dtype), onnx_dtype_name(a->dtype));
+    if (!tensor_same_shape(a, b)) {
+        char x[128], y[128];
+        return op_error(c, "A %s and B %s must have the same shape (SwiGLU does not "
+                        "broadcast)", tensor_describe(a, x, sizeof x),
+                        tensor_describe(b, y, sizeof y));
+    }
+    return ew_unary_infer(c, swiglu_fns, REAL_LIST, 0);
+}
+
+static int swiglu_cpu(struct op_call *c)
+{
+    return ew_table_run(c, swiglu_fns, REAL_LIST, 2, c->params);
+}
+
+static struct op_cost swiglu_cost(const struct op_call *c) { return ew_cost_scaled(c, 12); }
+
+/* dA = SwishGrad(dy * B, A) and dB = dy * Swish(A), all with the forward's
+ * alpha: existing kernels of every backend, nothing SwiGLU-specific. */
+static int swiglu_grad(struct grad_ctx *g)
+{
+    if (g->dy[0] < 0)
+        return 0;
+    const struct act_params *p = g->fwd->params;
+    struct onnx_attr alpha = { .name = "alpha", .type = ONNX_ATTR_FLOAT,
+                               .f = p ? p->alpha : 1.0f };
+    if (g->need_dx[0]) {
+        int dyb, da, in[2] = { g->dy[0], g->in[1] };
+        if (g->emit(g, "Mul", NULL, 0, 2, in, 1, &dyb))
+            return -1;
+        int gin[2] = { dyb, g->in[0] };
+        if (g->emit(g, "SwishGrad", &alpha, 1, 2, gin, 1, &da) || g->add_dx(g, 0, da))
+            return -1;
+    }
+    if (g->need_dx[1]) {
+        int gate, db;
+        if (g->emit(g, "Swish", &alpha, 1, 1, &g->in[0], 1, &gate))
+            return -1;
+        int in[2] = { g->dy[0], gate };
+        if (g->emit(g, "Mul", NULL, 0, 2, in, 1, &db) || g->add_dx(g, 1, db))
+            return -1;
+    }
+    return 0;
+}
+
+const struct op_def op_swiglu = {
+    .domain = "", .name = "SwiGLU", .since = { 28 },
+    .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
+    .parse = swiglu_parse, .infer = swiglu_infer, .cost = swiglu_cost,
+    .kernel = { [BACKEND_CPU] = swiglu_cpu },
+    .grad = swiglu_grad, .grad_saves_in = 3u,
+};
 
 /* ---- PRelu ------------------------------------------------------------------- */
 

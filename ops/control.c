@@ -1,12 +1,17 @@
 /* ops/control.c — the operators the runtime executes itself: control flow
  * (If, Loop, Scan) whose subgraphs it instantiates as ordinary calls, and
- * the sequence and optional operators, which only rearrange lists of tensors.
+ * the sequence and optional operators, which only rearrange lists of tensors,
+ * and FlexAttention (ai.onnx.preview 1), whose score_mod and prob_mod
+ * subgraphs run between the ordinary calls it is made of.
  * Here: their registry entries and the checks of their attributes; the
  * execution is runtime/control.c. */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops/ops.h"
+#include "ops/params.h"
 
 static int need_graph(const struct onnx_node *node, const char *attr, char *err, size_t err_size)
 {
@@ -77,6 +82,56 @@ static int scan_parse(const struct onnx_node *node, int version, void **params, 
     }
     return 0;
 }
+
+/* A modifier subgraph takes one tensor and gives one back. */
+static int mod_graph_ok(const struct onnx_node *node, const char *attr, char *err, size_t err_size)
+{
+    const struct onnx_attr *a = onnx_node_attr(node, attr);
+    if (!a)
+        return 0;
+    if (need_graph(node, attr, err, err_size))
+        return -1;
+    if (a->g->n_inputs != 1 || a->g->n_outputs != 1) {
+        snprintf(err, err_size, "subgraph '%s' has %d inputs and %d outputs; it must have one of each",
+                 attr, a->g->n_inputs, a->g->n_outputs);
+        return -1;
+    }
+    return 0;
+}
+
+static int flex_parse(const struct onnx_node *node, int version, void **params, char *err, size_t err_size)
+{
+    if (mod_graph_ok(node, "score_mod", err, err_size) || mod_graph_ok(node, "prob_mod", err, err_size))
+        return -1;
+    const struct onnx_attr *sc = onnx_node_attr(node, "scale");
+    if (sc && (sc->type != ONNX_ATTR_FLOAT || !isfinite(sc->f))) {
+        snprintf(err, err_size, "scale must be a finite float");
+        return -1;
+    }
+    int64_t prec = onnx_node_attr_int(node, "softmax_precision", 0);
+    if (prec != 0 && prec != ONNX_DTYPE_FLOAT && prec != ONNX_DTYPE_FLOAT16 && prec != ONNX_DTYPE_BFLOAT16
+        && prec != ONNX_DTYPE_DOUBLE) {
+        snprintf(err, err_size, "softmax_precision %lld is not float, float16, bfloat16 or double (1, 10, "
+                 "16, 11)", (long long)prec);
+        return -1;
+    }
+    struct flex_attention_params *p = calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(err, err_size, "out of memory");
+        return -1;
+    }
+    p->has_scale = sc != NULL;
+    p->scale = sc ? sc->f : 0.0f;
+    p->softmax_precision = (int)prec;
+    *params = p;
+    return 0;
+}
+
+const struct op_def op_flex_attention = {
+    .domain = "ai.onnx.preview", .name = "FlexAttention", .since = { 1 },
+    .min_in = 3, .max_in = 3, .min_out = 1, .max_out = 1,
+    .parse = flex_parse, .runtime = 1,
+};
 
 #define RUNTIME_OP(sym, op, min_i, max_i, min_o, max_o, parse_fn, ...) \
     const struct op_def sym = {                                        \

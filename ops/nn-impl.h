@@ -117,6 +117,18 @@ int nn_conv_transpose_geom(const struct op_call *c, struct nn_geom *g);
 int nn_pool_geom(const struct op_call *c, struct nn_geom *g);
 int nn_pool_grad_geom(const struct op_call *c, struct nn_geom *g);
 
+/* LinearAttention's checked geometry (linear_attention.c), from its six
+ * inputs (query, key, value, past_state, decay, beta; NULL where omitted)
+ * and c->params (struct linear_attention_params): 0, or -1 with op_error. */
+struct la_geom {
+    int64_t b, t, hq, hkv, dk, dv;
+    int gated, delta;
+    int decay_per_key;                 /* decay (B, T, Hkv*dk), else (B, T, Hkv) */
+    int beta_shared;                   /* beta (B, T, 1), else (B, T, Hkv) */
+    float scale;                       /* resolved: 1/sqrt(dk) by default */
+};
+int la_geom_check(const struct op_call *c, const struct tensor *const *in, struct la_geom *g);
+
 /* Scratch helpers: memory that counts against the budget; NULL when none. */
 static inline void *nn_scratch_alloc(const struct op_call *c, size_t bytes)
 {

@@ -224,6 +224,25 @@ struct attention_params {
     int64_t left_window, right_window; /* -1: unbounded (Attention-25) */
 };
 
+/* ops/causal_conv.c: CausalConvWithState and its gradient kernel */
+struct causal_conv_params {
+    int silu;                          /* activation "silu" or "swish" */
+};
+
+/* ops/linear_attention.c: LinearAttention and its gradient kernel */
+struct linear_attention_params {
+    int gated, delta;                  /* update_rule: linear 0 0 ... gated_delta 1 1 */
+    int64_t q_num_heads, kv_num_heads;
+    float scale;                       /* 0: 1 / sqrt(dk) */
+};
+
+/* ops/control.c: FlexAttention (executed by runtime/control.c) */
+struct flex_attention_params {
+    int has_scale;
+    float scale;                       /* when has_scale; else 1 / sqrt(head size) */
+    int softmax_precision;             /* an onnx dtype; 0: absent */
+};
+
 /* ops/optimizer.c */
 struct optimizer_params {
     float lr, momentum, beta1, beta2, epsilon, weight_decay;

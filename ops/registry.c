@@ -45,6 +45,7 @@
     X(op_celu) \
     X(op_mish) \
     X(op_swish) \
+    X(op_swiglu) \
     X(op_prelu) \
     X(op_mod) \
     X(op_and) \
@@ -161,6 +162,8 @@
     X(op_instance_normalization) \
     X(op_rotary_embedding) \
     X(op_attention) \
+    X(op_causal_conv_with_state) \
+    X(op_linear_attention) \
     /* shape and data movement */ \
     X(op_reshape) \
     X(op_flatten) \
@@ -226,6 +229,8 @@
     X(op_rms_norm_grad) \
     X(op_group_norm_grad) \
     X(op_attention_grad) \
+    X(op_causal_conv_with_state_grad) \
+    X(op_linear_attention_grad) \
     /* gradients: math */ \
     X(op_relu_grad) \
     X(op_leaky_relu_grad) \
@@ -260,6 +265,7 @@
     X(op_adam_update) \
     /* executed by the runtime: control flow, sequences, optionals */ \
     X(op_if) \
+    X(op_flex_attention) \
     X(op_loop) \
     X(op_scan) \
     X(op_sequence_empty) \

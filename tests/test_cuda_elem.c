@@ -1299,6 +1299,16 @@ START_TEST(test_prelu_mod_logical)
                 }
             testops_free_all();
         }
+    /* SwiGLU: two inputs of one shape, default and explicit alpha */
+    for (int t = 0; t < 4; t++)
+        for (int al = 0; al < 2; al++) {
+            int dt = prelu_types[t];
+            const struct tensor *in[2] = { rnd(dt, 4, dx, -12, 12), rnd(dt, 4, dx, -3, 3) };
+            struct onnx_attr a = a_float("alpha", 1.7f);
+            snprintf(label, sizeof label, "SwiGLU %s alpha=%s", dn(dt), al ? "1.7" : "default");
+            compare_real("", "SwiGLU", 28, &a, al, in, 2, label);
+            testops_free_all();
+        }
     /* Mod: both modes over every type, broadcasting both ways, zero divisors included */
     int64_t da[3] = { 3, 1, 5 }, db[2] = { 4, 5 };
     static const int mod_types[] = { ONNX_DTYPE_FLOAT, ONNX_DTYPE_DOUBLE, ONNX_DTYPE_FLOAT16,

@@ -90,6 +90,7 @@ int cuda_elem_selu(struct op_call *c);
 int cuda_elem_celu(struct op_call *c);
 int cuda_elem_mish(struct op_call *c);
 int cuda_elem_swish(struct op_call *c);
+int cuda_elem_swiglu(struct op_call *c);
 int cuda_elem_prelu(struct op_call *c);
 int cuda_elem_mod(struct op_call *c);
 int cuda_elem_and(struct op_call *c);

@@ -59,8 +59,9 @@ enum cuda_ew_op {
     CUDA_EW_HARDSIGMOID_GRAD, CUDA_EW_HARDSWISH_GRAD, CUDA_EW_SOFTPLUS_GRAD, CUDA_EW_ELU_GRAD,
     CUDA_EW_SELU_GRAD, CUDA_EW_CELU_GRAD, CUDA_EW_MISH_GRAD, CUDA_EW_SWISH_GRAD,
     /* out T = f(A T, B T), broadcasting: PRelu (real, int32, int64, uint32,
-     * uint64), Mod floored and truncated (real, every integer) */
-    CUDA_EW_PRELU, CUDA_EW_MOD, CUDA_EW_FMOD,
+     * uint64), Mod floored and truncated (real, every integer), SwiGLU
+     * (real; A and B of one shape) */
+    CUDA_EW_PRELU, CUDA_EW_MOD, CUDA_EW_FMOD, CUDA_EW_SWIGLU,
     /* out bool = f(A bool, B bool) */
     CUDA_EW_AND, CUDA_EW_OR, CUDA_EW_XOR,
     /* out T = f(dy T, A T, B T), T real: PReluGrad (A = X, B = slope),

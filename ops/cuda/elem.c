@@ -255,6 +255,7 @@ const struct cuda_kernel_entry cuda_kernels_elem[] = {
     { "", "Celu", cuda_elem_celu },
     { "", "Mish", cuda_elem_mish },
     { "", "Swish", cuda_elem_swish },
+    { "", "SwiGLU", cuda_elem_swiglu },
     { "", "PRelu", cuda_elem_prelu },
     { "", "Mod", cuda_elem_mod },
     { "", "And", cuda_elem_and },

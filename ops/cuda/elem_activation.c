@@ -1,6 +1,6 @@
 /* ops/cuda/elem_activation.c — CUDA kernels of ops/unary_math.c (Sin, Cos,
  * Sign, Floor, Ceil, Round, IsNaN, IsInf), ops/activation.c (HardSigmoid
- * ... Swish, PRelu and their gradient kernels), ops/mod.c (Mod, ModGrad)
+ * ... Swish, SwiGLU, PRelu and their gradient kernels), ops/mod.c (Mod, ModGrad)
  * and ops/logical.c (And, Or, Xor), through the family's broadcasting
  * kernel (functors in elem_activation_kernels.cu). Attributes come from the
  * CPU op_def's parse (struct act_params, isinf_params, mod_params,
@@ -85,7 +85,15 @@ int cuda_elem_celu_grad(struct op_call *c) { return grad_run(c, CUDA_EW_CELU_GRA
 int cuda_elem_mish_grad(struct op_call *c) { return grad_run(c, CUDA_EW_MISH_GRAD); }
 int cuda_elem_swish_grad(struct op_call *c) { return grad_run(c, CUDA_EW_SWISH_GRAD); }
 
-/* ---- PRelu, Mod, logical ops (broadcasting) ------------------------------------------- */
+/* ---- PRelu, SwiGLU, Mod, logical ops (broadcasting) ----------------------------------- */
+
+/* A and B have one shape (the CPU's infer checked it). */
+int cuda_elem_swiglu(struct op_call *c)
+{
+    struct cuda_ew_consts k = act_consts(c);
+    return cuda_elem_run(c, CUDA_EW_SWIGLU, c->in[0]->dtype, 0, c->out[0], c->in, 2, &k,
+                         REAL_LIST);
+}
 
 int cuda_elem_prelu(struct op_call *c)
 {

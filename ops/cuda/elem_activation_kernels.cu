@@ -1,7 +1,7 @@
 /* ops/cuda/elem_activation_kernels.cu — the functors of ops/unary_math.c,
  * activation.c, mod.c and logical.c for the broadcasting kernel: Sin ...
  * Round, HardSigmoid ... Swish and their (dy, X) gradients, Sign, IsNaN,
- * IsInf, PRelu and PReluGrad, Mod and ModGrad, And, Or, Xor. Each is the CPU
+ * IsInf, PRelu and PReluGrad, SwiGLU, Mod and ModGrad, And, Or, Xor. Each is the CPU
  * kernel's expression over the same compute type: float and double in
  * their own precision, float16 and bfloat16 loaded into float and stored
  * back with round-to-nearest-even, as the CPU does. */
@@ -125,6 +125,12 @@ template <typename C> struct prelu_f {
         else
             return x;
     }
+};
+
+/* SwiGLU: Swish_alpha(x) * y, the gate as swish_f computes it. */
+template <typename C> struct swiglu_f : act_consts {
+    __host__ explicit swiglu_f(const struct cuda_ew_consts &k) : act_consts(k) {}
+    __device__ C operator()(C x, C y) const { return x / ((C)1 + m_exp(-(C)alpha * x)) * y; }
 };
 
 /* Truncated remainder; integer y of 0 (or -1, signed) gives 0. */
@@ -341,6 +347,7 @@ cudaError_t ew_activation_launch(cudaStream_t s, int op, int dtype, const struct
     case CUDA_EW_PRELU: return run_binary<prelu_f, DS_PRELU>(s, dtype, g, out, in, k);
     case CUDA_EW_MOD: return run_binary<mod_f, DS_REAL_INT>(s, dtype, g, out, in, k);
     case CUDA_EW_FMOD: return run_binary<fmod_f, DS_REAL_INT>(s, dtype, g, out, in, k);
+    case CUDA_EW_SWIGLU: return run_binary<swiglu_f, DS_REAL>(s, dtype, g, out, in, k);
     case CUDA_EW_AND: return run_logic<and_f>(s, dtype, g, out, in, k);
     case CUDA_EW_OR: return run_logic<or_f>(s, dtype, g, out, in, k);
     case CUDA_EW_XOR: return run_logic<xor_f>(s, dtype, g, out, in, k);

@@ -107,6 +107,41 @@ cudaError_t cuda_grid_sample_launch(cudaStream_t stream, int dtype, const struct
                                     const void *dy, const void *x, const void *grid, void *y,
                                     void *dx, void *dgrid);
 
+/* ---- sequence mixers (ops/causal_conv.c, ops/linear_attention.c), float32;
+ * device code in ops/cuda/misc_seq_kernels.cu ---- */
+
+/* CausalConvWithState over x (b, c, len) and w (c, 1, k); bias and past
+ * may be NULL. grad 0: y and present (may be NULL). grad 1: the gradient
+ * kernel from dy and dpresent (either may be NULL) into dx, dw, dbias,
+ * dpast (each may be NULL). */
+struct cuda_causal_conv_args {
+    int64_t b, c, len, k;
+    int silu, grad;
+    const float *x, *w, *bias, *past;
+    float *y, *present;
+    const float *dy, *dpresent;
+    float *dx, *dw, *dbias, *dpast;
+};
+cudaError_t cuda_causal_conv_launch(cudaStream_t stream, const struct cuda_causal_conv_args *a);
+
+/* LinearAttention over the geometry of struct la_geom (ops/nn-impl.h).
+ * Forward (work NULL): out and state (B, Hkv, dk, dv; present_state or
+ * scratch). Gradient (work: cuda_linear_attention_work_floats() floats):
+ * from dout and dstate (either may be NULL) into dq, dk_out, dv_out, dpast,
+ * ddecay, dbeta (each may be NULL). */
+struct cuda_linear_attention_args {
+    int64_t b, t, hq, hkv, dk, dv;
+    int gated, delta, decay_per_key, beta_shared;
+    float scale;
+    const float *q, *k, *v, *past, *decay, *beta;
+    float *out, *state;
+    const float *dout, *dstate;
+    float *dq, *dk_out, *dv_out, *dpast, *ddecay, *dbeta;
+};
+cudaError_t cuda_linear_attention_launch(cudaStream_t stream, const struct cuda_linear_attention_args *a,
+                                         float *work);
+size_t cuda_linear_attention_work_floats(const struct cuda_linear_attention_args *a);
+
 /* ---- broadcasting binary integer ops (ops/bitwise.c) ---- */
 
 #define CUDA_MISC_MAX_RANK 8

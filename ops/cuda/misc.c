@@ -15,7 +15,9 @@
  *  - ops/det.c: Det, DetGrad;
  *  - ops/upsample.c: Upsample (the layout family's Resize);
  *  - ops/affine_grid.c, ops/grid_sample.c: AffineGrid, GridSample and
- *    their gradients.
+ *    their gradients;
+ *  - ops/causal_conv.c, ops/linear_attention.c: CausalConvWithState,
+ *    LinearAttention and their gradients (host code in ops/cuda/misc_seq.c).
  *
  * Shapes, dtypes and attributes have been checked by the CPU op_def's
  * infer() before a kernel runs; the parameters are the ones its parse()
@@ -378,6 +380,10 @@ static int cuda_misc_grid_sample(struct op_call *c)
 
 /* ---- the family's table ---------------------------------------------------- */
 
+/* ops/cuda/misc_seq.c */
+int cuda_misc_causal_conv(struct op_call *c);
+int cuda_misc_linear_attention(struct op_call *c);
+
 const struct cuda_kernel_entry cuda_kernels_misc[] = {
     { "", "Tan", cuda_misc_unary_math },
     { "", "Asin", cuda_misc_unary_math },
@@ -422,5 +428,9 @@ const struct cuda_kernel_entry cuda_kernels_misc[] = {
     { "", "GridSample", cuda_misc_grid_sample },
     { "dtrexec", "GridSampleGrad", cuda_misc_grid_sample },
     { "dtrexec", "UnaryMathGrad", cuda_misc_unary_math_grad },
+    { "", "CausalConvWithState", cuda_misc_causal_conv },
+    { "dtrexec", "CausalConvWithStateGrad", cuda_misc_causal_conv },
+    { "", "LinearAttention", cuda_misc_linear_attention },
+    { "dtrexec", "LinearAttentionGrad", cuda_misc_linear_attention },
     { 0 },
 };

@@ -2,7 +2,8 @@
  * (ops/cuda/misc.c, misc_kernels.cu) run on the host (see run_misc.sh)
  * against the CPU kernels of the same operators, on the same random inputs:
  * every operator and gradient kernel of the family, float and double and
- * the integer dtypes they take, odd shapes and attribute combinations. Each
+ * the integer dtypes they take, odd shapes and attribute combinations,
+ * optional inputs given and omitted (CausalConvWithState, LinearAttention). Each
  * emulated call runs twice and must give the same bits. The other families'
  * kernels that misc.c calls (Sum, ReduceMax, Gather, Resize, the strided
  * copy) are replaced here by their CPU kernels, so what this checks is the
@@ -131,7 +132,10 @@ static int failures, cases;
 
 static double elem(const struct tensor *t, int64_t i) { return tensor_get_double(t, i); }
 
-/* Runs op on the CPU and (twice) through the misc family; compares. */
+#define MAX_OUT 6
+
+/* Runs op on the CPU and (twice) through the misc family; compares. NULL
+ * entries of `in` are omitted optional inputs. */
 static void run(const char *what, const char *domain, const char *op, int opset, struct onnx_attr *attrs,
                 int n_attrs, int n_in, struct tensor **in, int n_out)
 {
@@ -159,8 +163,10 @@ static void run(const char *what, const char *domain, const char *op, int opset,
             keep(u->resize);
     }
     keep(params);
-    struct tensor ref[2], dev[2][2];
-    struct tensor *outs[2] = { &ref[0], &ref[1] };
+    struct tensor ref[MAX_OUT], dev[2][MAX_OUT];
+    struct tensor *outs[MAX_OUT];
+    for (int k = 0; k < MAX_OUT; k++)
+        outs[k] = &ref[k];
     struct op_env env = { .scratch_alloc = scratch, .scratch_free = scratch_free, .backend = &backend_cpu,
                           .threads = 1, .err = err, .err_size = sizeof err };
     struct op_call c = { .def = def, .version = version, .params = params, .node_name = what,
@@ -189,7 +195,9 @@ static void run(const char *what, const char *domain, const char *op, int opset,
         return;
     }
     for (int run = 0; run < 2; run++) {
-        struct tensor *douts[2] = { &dev[run][0], &dev[run][1] };
+        struct tensor *douts[MAX_OUT];
+        for (int k = 0; k < MAX_OUT; k++)
+            douts[k] = &dev[run][k];
         for (int k = 0; k < n_out; k++) {
             dev[run][k] = ref[k];
             dev[run][k].data = keep(malloc(tensor_size_bytes(&ref[k]) + 8));
@@ -386,6 +394,58 @@ int main(void)
                     run("GridSample 3d", "", "GridSample", 20, a, 3, 2, p3, 1);
                 }
     }
+    /* CausalConvWithState and its gradient: with and without bias and
+     * past_state, SiLU, a kernel longer than the input, K = 1 */
+    static const int64_t ccs[][4] = { { 2, 3, 7, 4 }, { 1, 2, 2, 4 }, { 3, 2, 5, 1 } };
+    for (int g = 0; g < 3; g++)
+        for (int opt = 0; opt < 4; opt++)
+            for (int silu = 0; silu < 2; silu++) {
+                const int64_t b = ccs[g][0], ch = ccs[g][1], len = ccs[g][2], k = ccs[g][3];
+                struct onnx_attr a = as("activation", silu ? "silu" : "none");
+                struct tensor *x = T(F, -1, 1, b, ch, len), *w = T(F, -1, 1, ch, 1, k);
+                struct tensor *bias = opt & 1 ? T(F, -1, 1, ch) : NULL;
+                struct tensor *past = opt & 2 ? T(F, -1, 1, b, ch, k - 1) : NULL;
+                struct tensor *p[4] = { x, w, bias, past };
+                char what[96];
+                snprintf(what, sizeof what, "CausalConvWithState #%d opt=%d silu=%d", g, opt, silu);
+                run(what, "", "CausalConvWithState", 27, &a, 1, 4, p, 2);
+                for (int dys = 1; dys < 4; dys++) {
+                    struct tensor *gin[6] = { dys & 1 ? T(F, -1, 1, b, ch, len) : NULL,
+                                              dys & 2 ? T(F, -1, 1, b, ch, k - 1) : NULL, x, w, bias, past };
+                    snprintf(what, sizeof what, "CausalConvWithStateGrad #%d opt=%d silu=%d dys=%d", g, opt,
+                             silu, dys);
+                    run(what, "dtrexec", "CausalConvWithStateGrad", 1, &a, 1, 6, gin, 4);
+                }
+            }
+    /* LinearAttention and its gradient: the four rules, GQA, per-key and
+     * per-head decay, shared beta, with and without past_state */
+    static const char *const rules[] = { "linear", "gated", "delta", "gated_delta" };
+    static const int64_t las[][6] = { { 2, 3, 2, 2, 3, 2 }, { 1, 4, 4, 2, 2, 3 }, { 2, 1, 2, 1, 3, 3 } };
+    for (int g = 0; g < 3; g++)
+        for (int r = 0; r < 4; r++)
+            for (int var = 0; var < 2; var++) {
+                const int64_t b = las[g][0], t = las[g][1], hq = las[g][2], hkv = las[g][3], dk = las[g][4],
+                              dv = las[g][5];
+                struct onnx_attr a[4] = { ai("q_num_heads", hq), ai("kv_num_heads", hkv), as("update_rule", rules[r]),
+                                          af("scale", var ? 0.7f : 0.0f) };
+                struct tensor *q = T(F, -1, 1, b, t, hq * dk), *k = T(F, -0.5, 0.5, b, t, hkv * dk);
+                struct tensor *v = T(F, -1, 1, b, t, hkv * dv);
+                struct tensor *past = var ? T(F, -1, 1, b, hkv, dk, dv) : NULL;
+                struct tensor *decay = r & 1 ? (var ? T(F, -1, -0.05, b, t, hkv) : T(F, -1, -0.05, b, t, hkv * dk))
+                                             : NULL;
+                struct tensor *beta = r & 2 ? T(F, 0.2, 0.9, b, t, var ? 1 : hkv) : NULL;
+                struct tensor *p[6] = { q, k, v, past, decay, beta };
+                char what[96];
+                snprintf(what, sizeof what, "LinearAttention #%d %s var=%d", g, rules[r], var);
+                run(what, "", "LinearAttention", 27, a, 4, 6, p, 2);
+                for (int dys = 1; dys < 4; dys++) {
+                    struct tensor *gin[8] = { dys & 1 ? T(F, -1, 1, b, t, hq * dv) : NULL,
+                                              dys & 2 ? T(F, -1, 1, b, hkv, dk, dv) : NULL,
+                                              q, k, v, past, decay, beta };
+                    snprintf(what, sizeof what, "LinearAttentionGrad #%d %s var=%d dys=%d", g, rules[r], var, dys);
+                    run(what, "dtrexec", "LinearAttentionGrad", 1, a, 4, 8, gin, 6);
+                }
+            }
     printf("%d of %d emulated misc-family cases match the CPU\n", cases - failures, cases);
     for (int i = 0; i < pool_n; i++)
         free(pool[i]);

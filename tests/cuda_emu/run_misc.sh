@@ -1,6 +1,7 @@
 #!/bin/sh
 # tests/cuda_emu/run_misc.sh — runs tests/cuda_emu/misc_check.c: the "misc"
-# family's CUDA kernels (ops/cuda/misc.c, misc_kernels.cu) executed on the
+# family's CUDA kernels (ops/cuda/misc.c, misc_kernels.cu, and the sequence
+# mixers of misc_seq.c, misc_seq_kernels.cu) executed on the
 # host against the CPU kernels, for machines without a GPU.
 #
 # misc_kernels.cu is rewritten with its shared device header inlined
@@ -35,12 +36,17 @@ cat > "$W/intrin.h" <<'H'
 #define __launch_bounds__(x)
 H
 g++ -std=c++20 -O1 -g -ffp-contract=off $SAN $INC -include "$W/intrin.h" -c "$W/misc_kernels.cpp" -o "$W/misc_kernels.o"
+# the sequence mixers' device code stands alone (no shared header)
+python3 "$E/transform.py" "$M/ops/cuda/misc_seq_kernels.cu" "$W/misc_seq_kernels.cpp"
+g++ -std=c++20 -O1 -g -ffp-contract=off $SAN $INC -c "$W/misc_seq_kernels.cpp" -o "$W/misc_seq_kernels.o"
 printf '#include "shim.h"\nthread_local edim3 threadIdx, blockIdx;\nedim3 blockDim, gridDim;\nstd::barrier<> *emu_bar;\nemu_fibers *emu_fib;\n' > "$W/globals.cpp"
 g++ -std=c++20 -O1 -g $SAN $INC -c "$W/globals.cpp" -o "$W/globals.o"
 gcc -std=c11 -O1 -g $SAN $INC -c "$M/ops/cuda/misc.c" -o "$W/misc.o"
+gcc -std=c11 -O1 -g $SAN $INC -c "$M/ops/cuda/misc_seq.c" -o "$W/misc_seq.o"
 gcc -std=c11 -O1 -g $SAN $INC -c "$E/misc_check.c" -o "$W/check.o"
 O="$B/CMakeFiles/dtrx_objs.dir"
-g++ $SAN -o "$W/misc_check" "$W/check.o" "$W/misc.o" "$W/misc_kernels.o" "$W/globals.o" \
+g++ $SAN -o "$W/misc_check" "$W/check.o" "$W/misc.o" "$W/misc_kernels.o" "$W/misc_seq.o" \
+    "$W/misc_seq_kernels.o" "$W/globals.o" \
     "$O"/ops/*.o "$O"/onnx/*.o "$B"/CMakeFiles/dtrx_onnx_proto.dir/gen/onnx/*.o \
     -lprotobuf-c $(pkg-config --libs openblas) -ldnnl -fopenmp -lm -lpthread
 "$W/misc_check"

@@ -1,6 +1,6 @@
 """Gradient checks of the activations and elementwise math beside
 ops/unary.c (ops/activation.c, unary_math.c, mod.c): HardSigmoid,
-HardSwish, Softplus, Elu, Selu, Celu, Mish, Swish, PRelu (X and the
+HardSwish, Softplus, Elu, Selu, Celu, Mish, Swish, SwiGLU, PRelu (X and the
 broadcast slope), Sin, Cos, Mod (both fmod modes, broadcasting both ways),
 and the zero gradients of Sign, Floor, Ceil and Round (PyTorch's zeros_like;
 finite differences are 0 away from the jumps). Inputs stay away from the
@@ -105,6 +105,17 @@ for fmod in (0, 1):
         case(f"mod_fmod{fmod}_{tag}", single_op("Mod", [("a", a), ("b", b)], attrs={"fmod": fmod}, opset=13))
     a, b = mod_inputs((3, 4), (3, 4), dtype=F64)
     case(f"mod_fmod{fmod}_f64", single_op("Mod", [("a", a), ("b", b)], attrs={"fmod": fmod}, opset=13))
+
+# ---- SwiGLU (28): dA = SwishGrad(dy * B, A), dB = dy * Swish(A) ----
+case("swiglu_2d", single_op("SwiGLU", [("a", wide(3, 4)), ("b", rand(3, 4))], opset=28))
+case("swiglu_3d_alpha", single_op("SwiGLU", [("a", wide(2, 3, 4)), ("b", rand(2, 3, 4))], attrs={"alpha": 1.702},
+                                  opset=28))
+case("swiglu_f64", single_op("SwiGLU", [("a", wide(2, 5, dtype=F64)), ("b", rand(2, 5, dtype=F64))],
+                             attrs={"alpha": 0.5}, opset=28))
+# A and B from one tensor: the gradients of both halves add up in x
+case("swiglu_split", graph_model(
+    [helper.make_node("Split", ["x"], ["a", "b"], axis=-1, num_outputs=2),
+     helper.make_node("SwiGLU", ["a", "b"], ["y"])], {"x": wide(3, 8)}, ["y"], opset=28))
 
 # ---- zero gradients: the parameter still trains through a float branch beside it ----
 for op, opset in (("Sign", 13), ("Floor", 13), ("Ceil", 13), ("Round", 22)):

@@ -16,7 +16,10 @@ interleaved, partial rotation, 3-D input, with and without position_ids; the
 caches are constants); Attention (attention.c): 3-D and 4-D, grouped-query,
 scale, causal, bool and float masks (constants), past key/value with the
 present outputs feeding the loss, softcap, sliding windows and
-nonpad_kv_seqlen."""
+nonpad_kv_seqlen; CausalConvWithState (causal_conv.c) and LinearAttention
+(linear_attention.c), each through its output and through its state, and
+two decode steps chained through the state; FlexAttention (ai.onnx.preview,
+made of ordinary calls by the runtime) with score_mod and prob_mod."""
 import numpy as np
 from onnx import helper
 
@@ -292,3 +295,125 @@ attention("nonpad_causal_24", qkv4(2, 2, 2, 2, 5, 3) + [("", None), ("", None), 
                                                         ("n", np.array([4, 2], np.int64))], opset=24, is_causal=1)
 # a fully masked query row (key 0 never visible, query 0 attends only it): its output and gradient are zero
 attention("fully_masked_row", qkv4(1, 1, 1, 3, 3, 2) + [("m", np.array([False, True, True]))], is_causal=1)
+
+
+def sq_loss(outputs):
+    """Nodes summing the squares of each output into "loss" (no output's
+    gradient is uniform)."""
+    nodes = [helper.make_node("Mul", [t, t], [t + "2"]) for t in outputs]
+    nodes += [helper.make_node("ReduceSum", [t + "2"], [t + "s"], keepdims=0) for t in outputs]
+    return nodes + [helper.make_node("Sum", [t + "s" for t in outputs], ["loss"])]
+
+
+# ---- CausalConvWithState (27) ----------------------------------------------------------------
+def causal_conv(name, b, c, length, k, bias=True, past=True, **attrs):
+    ins = {"x": rand(b, c, length), "w": rand(c, 1, k)}
+    names = ["x", "w", "bias" if bias else "", "past" if past else ""]
+    if bias:
+        ins["bias"] = rand(c)
+    if past:
+        ins["past"] = rand(b, c, k - 1)
+    while not names[-1]:
+        names.pop()
+    case("causal_conv_" + name, graph_model(
+        [helper.make_node("CausalConvWithState", names, ["y", "state"], **attrs)] + sq_loss(["y", "state"]),
+        ins, ["loss"], opset=27))
+
+
+causal_conv("basic", 2, 3, 5, 3, bias=False, past=False)
+causal_conv("bias_past", 2, 3, 5, 3)
+causal_conv("silu", 1, 4, 6, 4, activation="silu")
+causal_conv("swish_short", 2, 2, 2, 4, activation="swish")
+causal_conv("k1", 2, 3, 4, 1, past=False)
+case("causal_conv_output_only", single_op("CausalConvWithState", [("x", rand(2, 3, 4)), ("w", rand(3, 1, 2)),
+                                                                  ("bias", rand(3))], opset=27))
+# a prefill and a decode step chained through the state
+case("causal_conv_chained", graph_model(
+    [helper.make_node("CausalConvWithState", ["x", "w", "bias"], ["y1", "s1"], activation="silu"),
+     helper.make_node("CausalConvWithState", ["x2", "w", "bias", "s1"], ["y2", "s2"], activation="silu")]
+    + sq_loss(["y1", "y2"]),
+    {"x": rand(1, 3, 4), "x2": rand(1, 3, 1), "w": rand(3, 1, 3), "bias": rand(3)}, ["loss"], opset=27))
+
+
+# ---- LinearAttention (27) ----------------------------------------------------------------------
+def lin_att(name, b, t, hq, hkv, dk, dv, rule, past=True, decay_per_key=True, beta_shared=False, **attrs):
+    ins = {"q": rand(b, t, hq * dk), "k": rand(b, t, hkv * dk) * 0.5, "v": rand(b, t, hkv * dv)}
+    names = ["q", "k", "v", "", "", ""]
+    if past:
+        ins["past"] = rand(b, hkv, dk, dv)
+        names[3] = "past"
+    if rule in ("gated", "gated_delta"):
+        ins["decay"] = rand(b, t, hkv * dk if decay_per_key else hkv, low=-1.0, high=-0.05)
+        names[4] = "decay"
+    if rule in ("delta", "gated_delta"):
+        ins["beta"] = rand(b, t, 1 if beta_shared else hkv, low=0.2, high=0.9)
+        names[5] = "beta"
+    while not names[-1]:
+        names.pop()
+    case("linear_attention_" + name, graph_model(
+        [helper.make_node("LinearAttention", names, ["y", "state"], q_num_heads=hq, kv_num_heads=hkv,
+                          update_rule=rule, **attrs)] + sq_loss(["y", "state"]),
+        ins, ["loss"], opset=27))
+
+
+lin_att("linear", 2, 3, 2, 2, 3, 2, "linear", past=False)
+lin_att("linear_past_scale", 1, 3, 2, 2, 2, 3, "linear", scale=0.6)
+lin_att("gated_per_key", 1, 4, 2, 2, 3, 2, "gated")
+lin_att("gated_per_head", 2, 3, 2, 2, 2, 2, "gated", decay_per_key=False)
+lin_att("delta", 1, 4, 2, 2, 3, 3, "delta")
+lin_att("delta_beta_shared", 2, 3, 2, 2, 2, 2, "delta", beta_shared=True, past=False)
+lin_att("gated_delta_gqa", 1, 3, 4, 2, 3, 2, "gated_delta")
+lin_att("gated_delta_mqa_head_decay", 2, 2, 2, 1, 2, 3, "gated_delta", decay_per_key=False, beta_shared=True)
+case("linear_attention_output_only", single_op("LinearAttention", [
+    ("q", rand(1, 3, 4)), ("k", rand(1, 3, 4)), ("v", rand(1, 3, 4)), ("", None),
+    ("decay", rand(1, 3, 2, low=-1.0, high=-0.1)), ("beta", rand(1, 3, 2, low=0.2, high=0.9))],
+    attrs=dict(q_num_heads=2, kv_num_heads=2), opset=27))
+# prefill, then a decode step from its state
+case("linear_attention_chained", graph_model(
+    [helper.make_node("LinearAttention", ["q", "k", "v", "", "g", "b"], ["y1", "s1"], q_num_heads=2, kv_num_heads=1),
+     helper.make_node("LinearAttention", ["q2", "k2", "v2", "s1", "g2", "b2"], ["y2", "s2"], q_num_heads=2,
+                      kv_num_heads=1)] + sq_loss(["y1", "y2"]),
+    {"q": rand(1, 3, 4), "k": rand(1, 3, 2), "v": rand(1, 3, 3), "g": rand(1, 3, 2, low=-1.0, high=-0.1),
+     "b": rand(1, 3, 1, low=0.2, high=0.9), "q2": rand(1, 1, 4), "k2": rand(1, 1, 2), "v2": rand(1, 1, 3),
+     "g2": rand(1, 1, 2, low=-1.0, high=-0.1), "b2": rand(1, 1, 1, low=0.2, high=0.9)}, ["loss"], opset=27))
+
+
+# ---- FlexAttention (ai.onnx.preview 1) ----------------------------------------------------------
+def flex_model(ins, score_mod=None, prob_mod=None, **attrs):
+    if score_mod is not None:
+        attrs["score_mod"] = score_mod
+    if prob_mod is not None:
+        attrs["prob_mod"] = prob_mod
+    node = helper.make_node("FlexAttention", ["q", "k", "v"], ["y"], domain="ai.onnx.preview", **attrs)
+    graph = helper.make_graph([node], "flex", [], [helper.make_tensor_value_info("y", 1, None)],
+                              initializer=[helper.make_tensor(n, 1, a.shape, a.flatten().tolist())
+                                           for n, a in ins.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23),
+                                                    helper.make_opsetid("ai.onnx.preview", 1)])
+    model.ir_version = 10
+    return model
+
+
+def mod_graph(nodes, inits=None):
+    return helper.make_graph(nodes, "mod", [helper.make_tensor_value_info("s", 1, None)],
+                             [helper.make_tensor_value_info("o", 1, None)],
+                             initializer=[helper.make_tensor(n, 1, a.shape, a.flatten().tolist())
+                                          for n, a in (inits or {}).items()])
+
+
+def flex(name, b, hq, hkv, lq, lk, e, ev, **attrs):
+    ins = {"q": rand(b, hq, lq, e), "k": rand(b, hkv, lk, e), "v": rand(b, hkv, lk, ev)}
+    case("flexattention_" + name, flex_model(ins, **attrs))
+
+
+flex("plain", 2, 2, 2, 3, 4, 3, 3)
+flex("gqa_scale", 1, 4, 2, 3, 3, 2, 4, scale=0.5)
+# soft cap: 2 tanh(s / 2), with the subgraph's own constant
+flex("soft_cap", 1, 2, 2, 3, 4, 3, 2, score_mod=mod_graph(
+    [helper.make_node("Div", ["s", "c"], ["t"]), helper.make_node("Tanh", ["t"], ["u"]),
+     helper.make_node("Mul", ["u", "c"], ["o"])], {"c": np.array(2.0, np.float32)}))
+# a relative bias read from the enclosing graph (trained through the subgraph)
+case("flexattention_outer_bias", flex_model(
+    {"q": rand(1, 2, 3, 2), "k": rand(1, 2, 3, 2), "v": rand(1, 2, 3, 2), "bias": rand(3, 3)},
+    score_mod=mod_graph([helper.make_node("Add", ["s", "bias"], ["o"])])))
+flex("prob_mod", 1, 2, 1, 2, 3, 2, 2, prob_mod=mod_graph([helper.make_node("Mul", ["s", "s"], ["o"])]))
