@@ -1,0 +1,223 @@
+/* ops/pool-window.h — the window arithmetic of LpPool and LpPoolGrad
+ * (ops/lp_pool.c), Col2Im and its adjoint Im2Col (ops/col2im.c) and
+ * MaxUnpool's index embedding (ops/max_unpool.c): plain C that the CPU
+ * kernels and the CUDA kernels (ops/cuda/window_kernels.cu) both compile, so
+ * that both backends visit the same taps in the same order and compute the
+ * same terms. A struct pool_win is an nn_geom's window (3-D, leading unit
+ * axes) without the oneDNN types nn-impl.h brings. Not part of the ops/
+ * interface.
+ */
+#ifndef DTRX_OPS_POOL_WINDOW_H
+#define DTRX_OPS_POOL_WINDOW_H
+
+#include <math.h>
+#include <stdint.h>
+
+#ifdef __CUDACC__
+#define PW_HD __host__ __device__
+#else
+#define PW_HD
+#endif
+
+struct pool_win {
+    int64_t in[3], out[3], k[3], stride[3], dil[3], pad[3];   /* pad: the leading pads */
+};
+
+/* The taps [*lo, *hi) of output position o's window along axis j that lie
+ * inside the input; returns the window's first input position. */
+static inline PW_HD int64_t pw_taps(const struct pool_win *w, int j, int64_t o, int64_t *lo,
+                                    int64_t *hi)
+{
+    int64_t start = o * w->stride[j] - w->pad[j], d = w->dil[j], n = w->in[j];
+    int64_t a = start >= 0 ? 0 : (-start + d - 1) / d;
+    int64_t b = start >= n ? 0 : (n - 1 - start) / d + 1;
+    if (b > w->k[j])
+        b = w->k[j];
+    if (a > b)
+        a = b;
+    *lo = a;
+    *hi = b;
+    return start;
+}
+
+/* The output position along axis j whose window's tap kk is input
+ * position i, or -1. */
+static inline PW_HD int64_t pw_out_of(const struct pool_win *w, int j, int64_t i, int64_t kk)
+{
+    int64_t num = i + w->pad[j] - kk * w->dil[j];
+    if (num < 0 || num % w->stride[j])
+        return -1;
+    int64_t o = num / w->stride[j];
+    return o < w->out[j] ? o : -1;
+}
+
+static inline PW_HD double pw_pow_abs(double v, double p)
+{
+    v = fabs(v);
+    return p == 2 ? v * v : p == 1 ? v : pow(v, p);
+}
+
+static inline PW_HD double pw_root(double s, double p)
+{
+    return p == 2 ? sqrt(s) : p == 1 ? s : pow(s, 1.0 / p);
+}
+
+/* d y / d x * dy for one window: sign(x) |x|^(p-1) / y^(p-1) * dy, 0 where y is 0. */
+static inline PW_HD double pw_lp_grad_term(double dy, double x, double y, double p)
+{
+    if (y == 0)
+        return 0;
+    if (p == 2)
+        return dy * x / y;
+    double sx = x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0;
+    if (p == 1)
+        return dy * sx;
+    return dy * sx * pow(fabs(x), p - 1) / pow(y, p - 1);
+}
+
+/* LpPool's output element o (flat within one plane) over the plane x. */
+static inline PW_HD double pw_lp_forward(const struct pool_win *w, double p, const float *xf,
+                                         const double *xd, int64_t o)
+{
+    int64_t ow = o % w->out[2], oh = o / w->out[2] % w->out[1], od = o / (w->out[2] * w->out[1]);
+    int64_t dlo, dhi, hlo, hhi, wlo, whi;
+    int64_t d0 = pw_taps(w, 0, od, &dlo, &dhi), h0 = pw_taps(w, 1, oh, &hlo, &hhi),
+            w0 = pw_taps(w, 2, ow, &wlo, &whi);
+    double s = 0;
+    for (int64_t kd = dlo; kd < dhi; kd++)
+        for (int64_t kh = hlo; kh < hhi; kh++) {
+            int64_t row = ((d0 + kd * w->dil[0]) * w->in[1] + h0 + kh * w->dil[1]) * w->in[2] + w0;
+            for (int64_t kw = wlo; kw < whi; kw++) {
+                int64_t i = row + kw * w->dil[2];
+                s += pw_pow_abs(xf ? (double)xf[i] : xd[i], p);
+            }
+        }
+    return pw_root(s, p);
+}
+
+/* LpPoolGrad's input element i (flat within one plane): the windows that
+ * hold it in ascending output order (taps kk descending). */
+static inline PW_HD double pw_lp_backward(const struct pool_win *w, double p, const float *dyf,
+                                          const float *xf, const float *yf, const double *dyd,
+                                          const double *xd, const double *yd, int64_t i)
+{
+    int64_t iw = i % w->in[2], ih = i / w->in[2] % w->in[1], id = i / (w->in[2] * w->in[1]);
+    double xi = xf ? (double)xf[i] : xd[i], s = 0;
+    for (int64_t kd = w->k[0] - 1; kd >= 0; kd--) {
+        int64_t od = pw_out_of(w, 0, id, kd);
+        if (od < 0)
+            continue;
+        for (int64_t kh = w->k[1] - 1; kh >= 0; kh--) {
+            int64_t oh = pw_out_of(w, 1, ih, kh);
+            if (oh < 0)
+                continue;
+            for (int64_t kw = w->k[2] - 1; kw >= 0; kw--) {
+                int64_t ow = pw_out_of(w, 2, iw, kw);
+                if (ow < 0)
+                    continue;
+                int64_t o = (od * w->out[1] + oh) * w->out[2] + ow;
+                s += pw_lp_grad_term(dyf ? (double)dyf[o] : dyd[o], xi, yf ? (double)yf[o] : yd[o], p);
+            }
+        }
+    }
+    return s;
+}
+
+/* ---- Col2Im ------------------------------------------------------------------
+ * input [n, c * kernel, cols] -> output [n, c, image...]; the blocks of
+ * kernel positions (row-major over blk) slide over the padded image with
+ * stride and dilation, cols of them (row-major over col). */
+#define PW_MAX_AXES 6
+
+struct col2im_geom {
+    int nsp;
+    int64_t n, c, kernel, cols, pixels;
+    int64_t img[PW_MAX_AXES], blk[PW_MAX_AXES], col[PW_MAX_AXES];
+    int64_t stride[PW_MAX_AXES], dil[PW_MAX_AXES], pad[PW_MAX_AXES];
+};
+
+/* Output pixel q (flat within one channel) of channel plane x (its kernel
+ * rows, each `cols` long): the sum over kernel positions in ascending order
+ * of the column entries that land on q. */
+static inline PW_HD double pw_col2im_pixel(const struct col2im_geom *g, const float *xf,
+                                           const double *xd, int64_t q)
+{
+    int64_t pos[PW_MAX_AXES];
+    for (int d = g->nsp - 1; d >= 0; d--) {
+        pos[d] = q % g->img[d];
+        q /= g->img[d];
+    }
+    double s = 0;
+    for (int64_t k = 0; k < g->kernel; k++) {
+        int64_t kk = k, colflat = 0, mul = 1;
+        int ok = 1;
+        for (int d = g->nsp - 1; d >= 0 && ok; d--) {
+            int64_t kd = kk % g->blk[d];
+            kk /= g->blk[d];
+            int64_t num = pos[d] + g->pad[d] - kd * g->dil[d];
+            if (num < 0 || num % g->stride[d] || num / g->stride[d] >= g->col[d])
+                ok = 0;
+            else {
+                colflat += num / g->stride[d] * mul;
+                mul *= g->col[d];
+            }
+        }
+        if (ok) {
+            int64_t e = k * g->cols + colflat;
+            s += xf ? (double)xf[e] : xd[e];
+        }
+    }
+    return s;
+}
+
+/* Im2Col, the adjoint: entry e = (k, col) of one channel's column block
+ * reads image pixel, or gives -1 where the block lies in the padding. */
+static inline PW_HD int64_t pw_im2col_src(const struct col2im_geom *g, int64_t e)
+{
+    int64_t cl = e % g->cols, k = e / g->cols, q = 0, mul = 1;
+    for (int d = g->nsp - 1; d >= 0; d--) {
+        int64_t cd = cl % g->col[d], kd = k % g->blk[d];
+        cl /= g->col[d];
+        k /= g->blk[d];
+        int64_t p = cd * g->stride[d] - g->pad[d] + kd * g->dil[d];
+        if (p < 0 || p >= g->img[d])
+            return -1;
+        q += p * mul;
+        mul *= g->img[d];
+    }
+    return q;
+}
+
+/* ---- MaxUnpool ----------------------------------------------------------------
+ * Indices count over the inferred shape (inf); the result sits in the
+ * leading corner of the output shape (out), as the ONNX reference places it. */
+struct unpool_geom {
+    int rank;
+    int64_t inf[PW_MAX_AXES + 2], out[PW_MAX_AXES + 2];
+    int64_t inf_numel;
+};
+
+/* Flat output offset of inferred flat index q. */
+static inline PW_HD int64_t pw_unpool_dst(const struct unpool_geom *g, int64_t q)
+{
+    int64_t o = 0, mul = 1;
+    for (int d = g->rank - 1; d >= 0; d--) {
+        o += q % g->inf[d] * mul;
+        q /= g->inf[d];
+        mul *= g->out[d];
+    }
+    return o;
+}
+
+#ifndef __CUDACC__
+/* The checked geometry of one call (op_error on bad shapes or attributes):
+ * Col2Im / Col2ImGrad (ops/col2im.c), MaxUnpool / MaxUnpoolGrad
+ * (ops/max_unpool.c); and the first of n indices outside the unpooled
+ * tensor, or -1. */
+struct op_call;
+int col2im_geom(const struct op_call *c, struct col2im_geom *g);
+int max_unpool_geom(const struct op_call *c, struct unpool_geom *g);
+int64_t max_unpool_bad_index(const struct unpool_geom *g, const int64_t *ind, int64_t n);
+#endif
+
+#endif

@@ -1,0 +1,368 @@
+/* ops/signal.c — DFT (opset 17: axis attribute, default 1; opset 20: axis
+ * as optional input 2, default -2) and STFT (opset 17), float32 and double.
+ *
+ * A signal tensor is [..., n, ..., 1 or 2]: its last axis holds a real
+ * value (1) or a complex one as (re, im) (2). DFT transforms along `axis`
+ * with length dft_length (input 1; default the axis' length, or
+ * 2 * (len - 1) for the one-sided inverse), zero-padding or truncating the
+ * input; onesided keeps bins 0 .. n/2 of a forward transform; inverse
+ * scales by 1/n; the one-sided inverse (numpy's irfft) reads a Hermitian
+ * half spectrum and gives a real output (last axis 1). STFT frames the
+ * signal [batch, len, 1 or 2] with frame_step, multiplies by the window
+ * (input 2, default ones) and transforms frame_length samples of each frame:
+ * [batch, frames, bins, 2].
+ *
+ * The transform is the plain O(n * m) sum, accumulated in double over a
+ * table of cos/sin(2 pi j / n) (the exponent k * t is reduced mod n exactly,
+ * in integers), one line at a time in a fixed order: deterministic, and
+ * exact to double rounding before the final cast. The table and one line
+ * of input come from budgeted scratch. Not differentiated (the gradient of
+ * a linear op is left for later); no CUDA kernel, so --device cuda refuses
+ * both ops by name.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/elementwise-impl.h"
+
+/* pi as numpy has it (M_PI is not ISO C) */
+#define SIGNAL_PI 3.141592653589793
+#include "ops/nn-impl.h"
+
+#define SIGNAL_TYPES "float, double"
+
+struct dft_params {
+    int64_t axis;                  /* opset 17's attribute (opset 20: the default -2) */
+    int inverse, onesided;
+};
+
+static int dft_parse(const struct onnx_node *node, int version, void **params, char *err,
+                     size_t err_size)
+{
+    struct dft_params *p = ew_params_new(sizeof *p, params, err, err_size);
+    if (!p)
+        return -1;
+    p->axis = version >= 20 ? -2 : onnx_node_attr_int(node, "axis", 1);
+    if (version >= 20 && onnx_node_attr(node, "axis")) {
+        free(p);
+        *params = NULL;
+        snprintf(err, err_size, "node '%s' (DFT-20): axis is an input from opset 20, not an attribute",
+                 node->name);
+        return -1;
+    }
+    p->inverse = onnx_node_attr_int(node, "inverse", 0) != 0;
+    p->onesided = onnx_node_attr_int(node, "onesided", 0) != 0;
+    return 0;
+}
+
+static int stft_parse(const struct onnx_node *node, int version, void **params, char *err,
+                      size_t err_size)
+{
+    (void)version;
+    struct dft_params *p = ew_params_new(sizeof *p, params, err, err_size);
+    if (!p)
+        return -1;
+    p->onesided = onnx_node_attr_int(node, "onesided", 1) != 0;
+    return 0;
+}
+
+/* A scalar (or one-element) integer host input into *v; -1 after op_error. */
+static int scalar_int(const struct op_call *c, int i, const char *what, int64_t *v)
+{
+    const struct tensor *t = c->in[i];
+    char d[128];
+    if ((t->dtype != ONNX_DTYPE_INT64 && t->dtype != ONNX_DTYPE_INT32) || tensor_numel(t) != 1 ||
+        t->rank > 1)
+        return op_error(c, "%s %s must be an int32 or int64 scalar", what,
+                        tensor_describe(t, d, sizeof d));
+    *v = tensor_get_int(t, 0);
+    return 0;
+}
+
+/* One transform along an axis: `outer` x `inner` lines; input element t of
+ * line (o, i), component r, at ((o * in_len + t) * inner + i) * in_c + r. */
+struct dft_geom {
+    int64_t outer, inner, in_len, out_len, n;
+    int in_c, out_c, axis;
+    int inverse, onesided;
+};
+
+static int dft_geom(const struct op_call *c, struct dft_geom *g)
+{
+    const struct dft_params *p = c->params;
+    const struct tensor *x = c->in[0];
+    char d[128];
+    if (x->dtype != ONNX_DTYPE_FLOAT && x->dtype != ONNX_DTYPE_DOUBLE)
+        return ew_dtype_error(c, "input", x->dtype, SIGNAL_TYPES);
+    if (x->rank < 2 || (x->dims[x->rank - 1] != 1 && x->dims[x->rank - 1] != 2))
+        return op_error(c, "input %s must be [..., signal, 1 or 2] (real or complex last axis)",
+                        tensor_describe(x, d, sizeof d));
+    int64_t axis = p->axis;
+    if (c->version < 20 && c->n_in > 2)
+        return op_error(c, "DFT-17 takes 2 inputs (axis is an attribute), got %d", c->n_in);
+    if (c->version >= 20 && c->n_in > 2 && c->in[2] && scalar_int(c, 2, "axis", &axis))
+        return -1;
+    int r = x->rank;
+    if (axis < -r || axis > r - 2 || axis == -1)
+        return op_error(c, "axis %lld is out of range for input %s (the last axis is the complex one)",
+                        (long long)axis, tensor_describe(x, d, sizeof d));
+    int a = (int)(axis < 0 ? axis + r : axis);
+    g->outer = g->inner = 1;
+    for (int i = 0; i < a; i++)
+        g->outer *= x->dims[i];
+    for (int i = a + 1; i < r - 1; i++)
+        g->inner *= x->dims[i];
+    g->in_len = x->dims[a];
+    g->axis = a;
+    g->in_c = (int)x->dims[r - 1];
+    g->inverse = p->inverse;
+    g->onesided = p->onesided;
+    int64_t n = g->inverse && g->onesided ? 2 * (g->in_len - 1) : g->in_len;
+    if (c->n_in > 1 && c->in[1] && scalar_int(c, 1, "dft_length", &n))
+        return -1;
+    if (n < 1)
+        return op_error(c, "dft_length %lld must be positive", (long long)n);
+    if (g->onesided && !g->inverse && g->in_c == 2)
+        return op_error(c, "onesided needs a real input (last axis 1), got %s",
+                        tensor_describe(x, d, sizeof d));
+    g->n = n;
+    g->out_len = g->onesided && !g->inverse ? n / 2 + 1 : n;
+    g->out_c = g->inverse && g->onesided ? 1 : 2;
+    return 0;
+}
+
+static int dft_infer(struct op_call *c)
+{
+    struct dft_geom g;
+    if (dft_geom(c, &g))
+        return -1;
+    const struct tensor *x = c->in[0];
+    struct tensor *y = c->out[0];
+    *y = (struct tensor){ .dtype = x->dtype, .rank = x->rank };
+    memcpy(y->dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
+    y->dims[g.axis] = g.out_len;
+    y->dims[x->rank - 1] = g.out_c;
+    return 0;
+}
+
+/* The table cos/sin(2 pi j / n), j < n, in double. */
+static void twiddles(int64_t n, double *cs, double *sn)
+{
+    for (int64_t j = 0; j < n; j++) {
+        double ang = 2.0 * SIGNAL_PI * (double)j / (double)n;
+        cs[j] = cos(ang);
+        sn[j] = sin(ang);
+    }
+}
+
+/* out[k] = scale * sum_{t < m} v[t] e^{sign 2 pi i k t / n} for k < count;
+ * v and out interleaved complex doubles. */
+static void dft_line(int64_t n, int64_t m, int64_t count, double sign, double scale,
+                     const double *cs, const double *sn, const double *v, double *out)
+{
+    for (int64_t k = 0; k < count; k++) {
+        double re = 0, im = 0;
+        int64_t j = 0, step = k % n;
+        for (int64_t t = 0; t < m; t++) {
+            double c = cs[j], s = sign * sn[j], a = v[2 * t], b = v[2 * t + 1];
+            re += a * c - b * s;
+            im += a * s + b * c;
+            j += step;
+            if (j >= n)
+                j -= n;
+        }
+        out[2 * k] = re * scale;
+        out[2 * k + 1] = im * scale;
+    }
+}
+
+/* The transform of every line of g from x to y (float or double), with
+ * scratch for the table, one input line (n complex) and one output line. */
+static int dft_run(const struct op_call *c, const struct dft_geom *g, int dtype, const void *x,
+                   void *y, const double *window, int64_t frames, int64_t frame_step)
+{
+    const int64_t n = g->n;
+    double *buf = nn_scratch_alloc(c, sizeof(double) * (size_t)(2 * n + 2 * n + 2 * n));
+    if (!buf)
+        return op_error(c, "no scratch memory for a transform of length %lld", (long long)n);
+    double *cs = buf, *sn = buf + n, *v = buf + 2 * n, *out = buf + 4 * n;
+    twiddles(n, cs, sn);
+    const int dbl = dtype == ONNX_DTYPE_DOUBLE;
+    const double sign = g->inverse ? 1.0 : -1.0, scale = g->inverse ? 1.0 / (double)n : 1.0;
+    /* STFT: frames of one signal are lines too; `frames` 0 for DFT. */
+    const int64_t nf = frames ? frames : 1;
+    for (int64_t o = 0; o < g->outer; o++)
+        for (int64_t f = 0; f < nf; f++)
+            for (int64_t i = 0; i < g->inner; i++) {
+                int64_t m;
+                if (g->inverse && g->onesided) {
+                    /* the full Hermitian spectrum of the half the input holds */
+                    int64_t have = g->in_len < n / 2 + 1 ? g->in_len : n / 2 + 1;
+                    for (int64_t k = 0; k < n; k++) {
+                        int64_t src = k <= n / 2 ? k : n - k;
+                        double a = 0, b = 0;
+                        if (src < have) {
+                            int64_t e = ((o * g->in_len + src) * g->inner + i) * g->in_c;
+                            a = dbl ? ((const double *)x)[e] : ((const float *)x)[e];
+                            if (g->in_c == 2)
+                                b = dbl ? ((const double *)x)[e + 1] : ((const float *)x)[e + 1];
+                        }
+                        v[2 * k] = a;
+                        v[2 * k + 1] = k <= n / 2 ? b : -b;
+                    }
+                    m = n;
+                } else {
+                    int64_t base = frames ? f * frame_step : 0;
+                    int64_t avail = g->in_len - base;
+                    m = avail < n ? avail : n;
+                    for (int64_t t = 0; t < m; t++) {
+                        int64_t e = ((o * g->in_len + base + t) * g->inner + i) * g->in_c;
+                        double a = dbl ? ((const double *)x)[e] : ((const float *)x)[e];
+                        double b = g->in_c == 2
+                            ? (dbl ? ((const double *)x)[e + 1] : ((const float *)x)[e + 1]) : 0;
+                        double w = window ? window[t] : 1.0;
+                        v[2 * t] = a * w;
+                        v[2 * t + 1] = b * w;
+                    }
+                }
+                dft_line(n, m, g->out_len, sign, scale, cs, sn, v, out);
+                for (int64_t k = 0; k < g->out_len; k++) {
+                    int64_t e = (((o * nf + f) * g->out_len + k) * g->inner + i) * g->out_c;
+                    if (dbl) {
+                        ((double *)y)[e] = out[2 * k];
+                        if (g->out_c == 2)
+                            ((double *)y)[e + 1] = out[2 * k + 1];
+                    } else {
+                        ((float *)y)[e] = (float)out[2 * k];
+                        if (g->out_c == 2)
+                            ((float *)y)[e + 1] = (float)out[2 * k + 1];
+                    }
+                }
+            }
+    nn_scratch_free(c, buf);
+    return 0;
+}
+
+static int dft_cpu(struct op_call *c)
+{
+    struct dft_geom g;
+    if (dft_geom(c, &g))
+        return -1;
+    return dft_run(c, &g, c->in[0]->dtype, c->in[0]->data, c->out[0]->data, NULL, 0, 0);
+}
+
+static struct op_cost dft_cost(const struct op_call *c)
+{
+    struct op_cost cost = cost_memory(c);
+    struct dft_geom g;
+    if (c->out[0] && c->in[0]->rank >= 2 && !dft_geom((struct op_call *)c, &g))
+        cost.flops = 8.0 * (double)(g.outer * g.inner) * (double)g.out_len * (double)g.n;
+    return cost;
+}
+
+/* ---- STFT --------------------------------------------------------------------- */
+
+struct stft_geom {
+    struct dft_geom d;             /* outer = batch, in_len = signal length, inner 1 */
+    int64_t frames, step;
+};
+
+static int stft_geom(const struct op_call *c, struct stft_geom *s)
+{
+    const struct dft_params *p = c->params;
+    const struct tensor *x = c->in[0], *w = c->n_in > 2 ? c->in[2] : NULL;
+    char d[128], d2[128];
+    if (x->dtype != ONNX_DTYPE_FLOAT && x->dtype != ONNX_DTYPE_DOUBLE)
+        return ew_dtype_error(c, "signal", x->dtype, SIGNAL_TYPES);
+    if (x->rank != 3 || (x->dims[2] != 1 && x->dims[2] != 2))
+        return op_error(c, "signal %s must be [batch, length, 1 or 2]", tensor_describe(x, d, sizeof d));
+    if (w && (w->dtype != x->dtype || w->rank != 1))
+        return op_error(c, "window %s must be 1-D of the signal's type %s",
+                        tensor_describe(w, d, sizeof d), onnx_dtype_name(x->dtype));
+    int64_t step = 0, len = w ? w->dims[0] : x->dims[1];
+    if (scalar_int(c, 1, "frame_step", &step))
+        return -1;
+    if (c->n_in > 3 && c->in[3] && scalar_int(c, 3, "frame_length", &len))
+        return -1;
+    if (step < 1)
+        return op_error(c, "frame_step %lld must be positive", (long long)step);
+    if (len < 1 || len > x->dims[1])
+        return op_error(c, "frame_length %lld must be in [1, %lld] (the signal's length)",
+                        (long long)len, (long long)x->dims[1]);
+    if (w && w->dims[0] != len)
+        return op_error(c, "window %s does not have frame_length %lld entries (signal %s)",
+                        tensor_describe(w, d, sizeof d), (long long)len,
+                        tensor_describe(x, d2, sizeof d2));
+    if (p->onesided && x->dims[2] == 2)
+        return op_error(c, "onesided needs a real signal (last axis 1), got %s",
+                        tensor_describe(x, d, sizeof d));
+    struct dft_geom *g = &s->d;
+    g->outer = x->dims[0];
+    g->inner = 1;
+    g->in_len = x->dims[1];
+    g->in_c = (int)x->dims[2];
+    g->n = len;
+    g->inverse = 0;
+    g->onesided = p->onesided;
+    g->out_len = p->onesided ? len / 2 + 1 : len;
+    g->out_c = 2;
+    s->step = step;
+    s->frames = 1 + (x->dims[1] - len) / step;
+    return 0;
+}
+
+static int stft_infer(struct op_call *c)
+{
+    struct stft_geom s;
+    if (stft_geom(c, &s))
+        return -1;
+    struct tensor *y = c->out[0];
+    *y = (struct tensor){ .dtype = c->in[0]->dtype, .rank = 4,
+                          .dims = { s.d.outer, s.frames, s.d.out_len, 2 } };
+    return 0;
+}
+
+static int stft_cpu(struct op_call *c)
+{
+    struct stft_geom s;
+    if (stft_geom(c, &s))
+        return -1;
+    const struct tensor *w = c->n_in > 2 ? c->in[2] : NULL;
+    double *win = NULL;
+    if (w) {
+        win = nn_scratch_alloc(c, sizeof(double) * (size_t)s.d.n);
+        if (!win)
+            return op_error(c, "no scratch memory for the window");
+        for (int64_t t = 0; t < s.d.n; t++)
+            win[t] = tensor_get_double(w, t);
+    }
+    int rc = dft_run(c, &s.d, c->in[0]->dtype, c->in[0]->data, c->out[0]->data, win, s.frames, s.step);
+    nn_scratch_free(c, win);
+    return rc;
+}
+
+static struct op_cost stft_cost(const struct op_call *c)
+{
+    struct op_cost cost = cost_memory(c);
+    if (c->out[0])
+        cost.flops = 8.0 * (double)tensor_numel(c->out[0]) * (double)c->out[0]->dims[2];
+    return cost;
+}
+
+const struct op_def op_dft = {
+    .domain = "", .name = "DFT", .since = { 17, 20 },
+    .min_in = 1, .max_in = 3, .min_out = 1, .max_out = 1,
+    .parse = dft_parse, .infer = dft_infer, .cost = dft_cost,
+    .kernel = { [BACKEND_CPU] = dft_cpu },
+    .host_inputs = (1u << 1) | (1u << 2),
+};
+
+const struct op_def op_stft = {
+    .domain = "", .name = "STFT", .since = { 17 },
+    .min_in = 2, .max_in = 4, .min_out = 1, .max_out = 1,
+    .parse = stft_parse, .infer = stft_infer, .cost = stft_cost,
+    .kernel = { [BACKEND_CPU] = stft_cpu },
+    .host_inputs = (1u << 1) | (1u << 3),
+};
