@@ -209,7 +209,7 @@ static inline PW_HD int64_t pw_unpool_dst(const struct unpool_geom *g, int64_t q
     return o;
 }
 
-#ifndef __CUDACC__
+#if !defined(__CUDACC__) && !defined(__cplusplus)
 /* The checked geometry of one call (op_error on bad shapes or attributes):
  * Col2Im / Col2ImGrad (ops/col2im.c), MaxUnpool / MaxUnpoolGrad
  * (ops/max_unpool.c); and the first of n indices outside the unpooled

@@ -32,6 +32,9 @@ extern const struct cuda_kernel_entry cuda_kernels_norm[];
 #ifdef DTRX_CUDA_HAS_ATTN
 extern const struct cuda_kernel_entry cuda_kernels_attn[];
 #endif
+#ifdef DTRX_CUDA_HAS_WINDOW
+extern const struct cuda_kernel_entry cuda_kernels_window[];
+#endif
 
 static const struct cuda_kernel_entry *const families[] = {
 #ifdef DTRX_CUDA_HAS_BLAS
@@ -54,6 +57,9 @@ static const struct cuda_kernel_entry *const families[] = {
 #endif
 #ifdef DTRX_CUDA_HAS_MISC
     cuda_kernels_misc,
+#endif
+#ifdef DTRX_CUDA_HAS_WINDOW
+    cuda_kernels_window,
 #endif
     NULL,
 };
