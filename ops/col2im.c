@@ -40,8 +40,7 @@ static int col2im_parse(const struct onnx_node *node, int version, void **params
     const char *bad = p->n_dil == -2 ? "dilations" : p->n_pads == -2 ? "pads"
                     : p->n_strides == -2 ? "strides" : NULL;
     if (bad) {
-        snprintf(err, err_size, "node '%s' (%s): attribute %s has more than %d spatial entries",
-                 node->name, node->op_type, bad, PW_MAX_AXES);
+        ew_parse_error(err, err_size, "attribute %s has more than %d spatial entries", bad, PW_MAX_AXES);
         free(p);
         *params = NULL;
         return -1;

@@ -34,21 +34,19 @@ static int lp_parse(const struct onnx_node *node, int version, void **params, ch
     if (nn_window_attrs_parse(node, &p->w, err, err_size))
         goto fail;
     if (p->w.n_kernel == 0) {
-        snprintf(err, err_size, "node '%s' (%s): attribute kernel_shape is required", node->name,
-                 node->op_type);
+        ew_parse_error(err, err_size, "attribute kernel_shape is required");
         goto fail;
     }
     /* LpPoolGrad (version 1) always gets them, pinned from the forward */
     if (strcmp(node->op_type, "LpPoolGrad") && version < 18 &&
         (onnx_node_attr(node, "ceil_mode") || onnx_node_attr(node, "dilations"))) {
-        snprintf(err, err_size, "node '%s' (%s-%d): ceil_mode and dilations exist from opset 18",
-                 node->name, node->op_type, version);
+        ew_parse_error(err, err_size, "ceil_mode and dilations exist from opset 18 (this is opset %d)",
+                       version);
         goto fail;
     }
     p->p = onnx_node_attr_float(node, "p", 2.0f);
     if (!(p->p > 0) || !isfinite(p->p)) {
-        snprintf(err, err_size, "node '%s' (%s): p = %g must be a positive number", node->name,
-                 node->op_type, (double)p->p);
+        ew_parse_error(err, err_size, "p = %g must be a positive number", (double)p->p);
         goto fail;
     }
     if (!strcmp(node->op_type, "LpPoolGrad") && nn_shape_attr_parse(node, &p->shape, err, err_size))

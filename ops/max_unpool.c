@@ -47,8 +47,8 @@ static int unpool_parse(const struct onnx_node *node, int version, void **params
             (p->n_pads > 0 && (p->pads[i] < 0 || p->pads[p->n_kernel + i] < 0)))
             bad = "kernel_shape, strides (positive) and pads (non-negative)";
     if (bad) {
-        snprintf(err, err_size, "node '%s' (%s): %s must have one entry per spatial axis (at most %d)",
-                 node->name, node->op_type, bad, PW_MAX_AXES);
+        ew_parse_error(err, err_size, "%s must have one entry per spatial axis (at most %d)", bad,
+                       PW_MAX_AXES);
         free(p);
         *params = NULL;
         return -1;

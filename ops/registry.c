@@ -122,6 +122,7 @@
     /* DFT, STFT of ops/signal.c; windows, MelWeightMatrix of ops/signal_window.c */ \
     X(op_dft) \
     X(op_stft) \
+    X(op_dft_grad) \
     X(op_hann_window) \
     X(op_hamming_window) \
     X(op_blackman_window) \

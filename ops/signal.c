@@ -16,9 +16,8 @@
  * table of cos/sin(2 pi j / n) (the exponent k * t is reduced mod n exactly,
  * in integers), one line at a time in a fixed order: deterministic, and
  * exact to double rounding before the final cast. The table and one line
- * of input come from budgeted scratch. Not differentiated (the gradient of
- * a linear op is left for later); no CUDA kernel, so --device cuda refuses
- * both ops by name.
+ * of input come from budgeted scratch. Gradients: DFTGrad (see the end of
+ * the file). No CUDA kernel, so --device cuda refuses these ops by name.
  */
 #include <math.h>
 #include <stdio.h>
@@ -48,8 +47,7 @@ static int dft_parse(const struct onnx_node *node, int version, void **params, c
     if (version >= 20 && onnx_node_attr(node, "axis")) {
         free(p);
         *params = NULL;
-        snprintf(err, err_size, "node '%s' (DFT-20): axis is an input from opset 20, not an attribute",
-                 node->name);
+        ew_parse_error(err, err_size, "axis is an input from opset 20, not an attribute");
         return -1;
     }
     p->inverse = onnx_node_attr_int(node, "inverse", 0) != 0;
@@ -351,12 +349,266 @@ static struct op_cost stft_cost(const struct op_call *c)
     return cost;
 }
 
+/* ---- gradients -------------------------------------------------------------------
+ * DFT and STFT are linear in the signal (STFT bilinear in signal and window):
+ * DFTGrad(dY[, X, window]) -> dX[, dwindow] applies the transpose of the real
+ * map the forward computed, on the forward's resolved geometry pinned as
+ * attributes (shape: X's dims; axis, dft_length, inverse, onesided; stft,
+ * frame_step). Per line, g_t = the adjoint of sample t: for a forward bin k
+ * with angle index k t mod n, g_t += scale (dYr c + dYi s, dYi c - dYr s),
+ * s = sign sin; the one-sided inverse's g_j sums the bins j and n - j that
+ * its Hermitian extension reads (the second conjugated). dX = g * window,
+ * dwindow = sum over frames of (a, b) . g; overlapping frames add in frame
+ * order into a zeroed output, so the result is deterministic. */
+
+struct dft_grad_params {
+    struct dft_params dft;
+    int stft;
+    int64_t n, step;
+    int n_shape;
+    int64_t shape[TENSOR_MAX_RANK];
+};
+
+static int dft_grad_parse(const struct onnx_node *node, int version, void **params, char *err,
+                          size_t err_size)
+{
+    (void)version;
+    struct dft_grad_params *p = ew_params_new(sizeof *p, params, err, err_size);
+    if (!p)
+        return -1;
+    p->dft.axis = onnx_node_attr_int(node, "axis", 0);
+    p->dft.inverse = onnx_node_attr_int(node, "inverse", 0) != 0;
+    p->dft.onesided = onnx_node_attr_int(node, "onesided", 0) != 0;
+    p->stft = onnx_node_attr_int(node, "stft", 0) != 0;
+    p->n = onnx_node_attr_int(node, "dft_length", 0);
+    p->step = onnx_node_attr_int(node, "frame_step", 1);
+    p->n_shape = onnx_node_attr_ints(node, "shape", p->shape, TENSOR_MAX_RANK);
+    if (p->n_shape < 2 || p->n < 1 || p->step < 1) {
+        ew_parse_error(err, err_size, "needs shape (2 to %d dims), dft_length >= 1 and frame_step >= 1",
+                       TENSOR_MAX_RANK);
+        free(p);
+        *params = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* The forward's geometry from the pinned attributes; dY (input 0) checked. */
+static int dft_grad_geom(const struct op_call *c, struct dft_geom *g, int64_t *frames)
+{
+    const struct dft_grad_params *p = c->params;
+    const struct tensor *dy = c->in[0];
+    char d[128];
+    if (dy->dtype != ONNX_DTYPE_FLOAT && dy->dtype != ONNX_DTYPE_DOUBLE)
+        return ew_dtype_error(c, "dY", dy->dtype, SIGNAL_TYPES);
+    int r = p->n_shape, a = (int)p->dft.axis;
+    if (a < 0 || a > r - 2 || (p->shape[r - 1] != 1 && p->shape[r - 1] != 2) || (p->stft && r != 3))
+        return op_error(c, "shape and axis %d do not describe a signal", a);
+    memset(g, 0, sizeof *g);
+    g->outer = g->inner = 1;
+    for (int i = 0; i < a; i++)
+        g->outer *= p->shape[i];
+    for (int i = a + 1; i < r - 1; i++)
+        g->inner *= p->shape[i];
+    g->axis = a;
+    g->in_len = p->shape[a];
+    g->in_c = (int)p->shape[r - 1];
+    g->n = p->n;
+    g->inverse = p->dft.inverse;
+    g->onesided = p->dft.onesided;
+    g->out_len = g->onesided && !g->inverse ? g->n / 2 + 1 : g->n;
+    g->out_c = g->inverse && g->onesided ? 1 : 2;
+    *frames = 0;
+    int ok;
+    if (p->stft) {
+        if (g->n > g->in_len)
+            return op_error(c, "frame_length %lld is above the signal's %lld", (long long)g->n,
+                            (long long)g->in_len);
+        *frames = 1 + (g->in_len - g->n) / p->step;
+        ok = dy->rank == 4 && dy->dims[0] == g->outer && dy->dims[1] == *frames &&
+             dy->dims[2] == g->out_len && dy->dims[3] == 2;
+    } else {
+        ok = dy->rank == r && dy->dims[a] == g->out_len && dy->dims[r - 1] == g->out_c;
+        for (int i = 0; ok && i < r - 1; i++)
+            ok = i == a || dy->dims[i] == p->shape[i];
+    }
+    if (!ok)
+        return op_error(c, "dY %s is not the transform's output shape", tensor_describe(dy, d, sizeof d));
+    if (p->stft && c->n_in > 1) {
+        const struct tensor *x = c->in[1], *w = c->n_in > 2 ? c->in[2] : NULL;
+        if (x->dtype != dy->dtype || x->rank != 3 || x->dims[1] != g->in_len || x->dims[2] != g->in_c ||
+            (w && (w->dtype != dy->dtype || w->rank != 1 || w->dims[0] != g->n)))
+            return op_error(c, "X or the window does not match the shape attribute");
+    }
+    return 0;
+}
+
+static int dft_grad_infer(struct op_call *c)
+{
+    const struct dft_grad_params *p = c->params;
+    struct dft_geom g;
+    int64_t frames;
+    if (dft_grad_geom(c, &g, &frames))
+        return -1;
+    *c->out[0] = (struct tensor){ .dtype = c->in[0]->dtype, .rank = p->n_shape };
+    memcpy(c->out[0]->dims, p->shape, sizeof(int64_t) * (size_t)p->n_shape);
+    if (c->n_out > 1 && c->out[1]) {
+        if (!p->stft || c->n_in < 3)
+            return op_error(c, "a window gradient needs the STFT's X and window");
+        *c->out[1] = (struct tensor){ .dtype = c->in[0]->dtype, .rank = 1, .dims = { g.n } };
+    }
+    return 0;
+}
+
+static double ld(const void *p, int dbl, int64_t i)
+{
+    return dbl ? ((const double *)p)[i] : (double)((const float *)p)[i];
+}
+
+static int dft_grad_cpu(struct op_call *c)
+{
+    const struct dft_grad_params *p = c->params;
+    struct dft_geom g;
+    int64_t frames;
+    if (dft_grad_geom(c, &g, &frames))
+        return -1;
+    const int dbl = c->in[0]->dtype == ONNX_DTYPE_DOUBLE;
+    const int64_t n = g.n, nf = frames ? frames : 1;
+    const struct tensor *xt = c->n_in > 1 ? c->in[1] : NULL, *wt = c->n_in > 2 ? c->in[2] : NULL;
+    struct tensor *dxt = c->out[0], *dwt = c->n_out > 1 ? c->out[1] : NULL;
+    /* cos, sin, the adjoint line (2 n) and the accumulators of dX and dW */
+    int64_t nx = tensor_numel(dxt), nw = dwt ? n : 0;
+    double *buf = nn_scratch_alloc(c, sizeof(double) * (size_t)(4 * n + nx + nw));
+    if (!buf)
+        return op_error(c, "no scratch memory for a transform of length %lld", (long long)n);
+    double *cs = buf, *sn = buf + n, *gl = buf + 2 * n, *acc = buf + 4 * n, *accw = acc + nx;
+    memset(acc, 0, sizeof(double) * (size_t)(nx + nw));
+    twiddles(n, cs, sn);
+    const double sign = g.inverse ? 1.0 : -1.0, scale = g.inverse ? 1.0 / (double)n : 1.0;
+    const void *dy = c->in[0]->data;
+    for (int64_t o = 0; o < g.outer; o++)
+        for (int64_t f = 0; f < nf; f++)
+            for (int64_t i = 0; i < g.inner; i++) {
+                int64_t base = frames ? f * p->step : 0, m;
+                if (g.inverse && g.onesided) {
+                    /* x_t = (1/n) sum_k Re(V_k e^{i theta}); V_j and conj(V_j) at n - j */
+                    m = g.in_len < n / 2 + 1 ? g.in_len : n / 2 + 1;
+                    for (int64_t j = 0; j < m; j++) {
+                        double re = 0, im = 0;
+                        for (int pass = 0; pass < 2; pass++) {
+                            int64_t k = pass ? n - j : j;
+                            if (pass && !(j >= 1 && k > n / 2 && k < n))
+                                continue;
+                            int64_t idx = 0, step = k % n;
+                            for (int64_t t = 0; t < n; t++) {
+                                double d = ld(dy, dbl, ((o * n + t) * g.inner + i));
+                                re += d * cs[idx];
+                                im += pass ? d * sn[idx] : -d * sn[idx];
+                                idx += step;
+                                if (idx >= n)
+                                    idx -= n;
+                            }
+                        }
+                        gl[2 * j] = re * scale;
+                        gl[2 * j + 1] = im * scale;
+                    }
+                } else {
+                    int64_t avail = g.in_len - base;
+                    m = avail < n ? avail : n;
+                    for (int64_t t = 0; t < m; t++) {
+                        double re = 0, im = 0;
+                        int64_t idx = 0, step = t % n;
+                        for (int64_t k = 0; k < g.out_len; k++) {
+                            int64_t e = (((o * nf + f) * g.out_len + k) * g.inner + i) * 2;
+                            double yr = ld(dy, dbl, e), yi = ld(dy, dbl, e + 1);
+                            double cc = cs[idx], ss = sign * sn[idx];
+                            re += yr * cc + yi * ss;
+                            im += yi * cc - yr * ss;
+                            idx += step;
+                            if (idx >= n)
+                                idx -= n;
+                        }
+                        gl[2 * t] = re * scale;
+                        gl[2 * t + 1] = im * scale;
+                    }
+                }
+                for (int64_t t = 0; t < m; t++) {
+                    int64_t e = ((o * g.in_len + base + t) * g.inner + i) * g.in_c;
+                    double w = wt ? ld(wt->data, dbl, t) : 1.0;
+                    acc[e] += gl[2 * t] * w;
+                    if (g.in_c == 2)
+                        acc[e + 1] += gl[2 * t + 1] * w;
+                    if (dwt) {
+                        double a = ld(xt->data, dbl, e), b = g.in_c == 2 ? ld(xt->data, dbl, e + 1) : 0;
+                        accw[t] += a * gl[2 * t] + b * gl[2 * t + 1];
+                    }
+                }
+            }
+    for (int64_t e = 0; e < nx + nw; e++) {
+        void *dst = e < nx ? dxt->data : dwt->data;
+        int64_t k = e < nx ? e : e - nx;
+        if (dbl)
+            ((double *)dst)[k] = acc[e];
+        else
+            ((float *)dst)[k] = (float)acc[e];
+    }
+    nn_scratch_free(c, buf);
+    return 0;
+}
+
+/* Emits DFTGrad for DFT (dY only) or STFT (dY, X, window: the window's
+ * gradient needs X, X's needs the window). */
+static int signal_grad(struct grad_ctx *g, int stft)
+{
+    const struct op_call *f = g->fwd;
+    if (g->dy[0] < 0)
+        return 0;
+    int want_w = stft && f->n_in > 2 && f->in[2] && g->need_dx[2];
+    if (!g->need_dx[0] && !want_w)
+        return 0;
+    struct dft_geom geo;
+    struct stft_geom sg;
+    int64_t step = 1;
+    if (stft) {
+        if (stft_geom(f, &sg))
+            return grad_error(g, "%s", f->env && f->env->err ? f->env->err : "bad geometry");
+        geo = sg.d;
+        step = sg.step;
+    } else if (dft_geom(f, &geo)) {
+        return grad_error(g, "%s", f->env && f->env->err ? f->env->err : "bad geometry");
+    }
+    const struct tensor *x = f->in[0];
+    int64_t shape[TENSOR_MAX_RANK];
+    memcpy(shape, x->dims, sizeof(int64_t) * (size_t)x->rank);
+    struct onnx_attr a[7] = {
+        { .name = "axis", .type = ONNX_ATTR_INT, .i = stft ? 1 : geo.axis },
+        { .name = "inverse", .type = ONNX_ATTR_INT, .i = geo.inverse },
+        { .name = "onesided", .type = ONNX_ATTR_INT, .i = geo.onesided },
+        { .name = "dft_length", .type = ONNX_ATTR_INT, .i = geo.n },
+        { .name = "stft", .type = ONNX_ATTR_INT, .i = stft },
+        { .name = "frame_step", .type = ONNX_ATTR_INT, .i = step },
+        { .name = "shape", .type = ONNX_ATTR_INTS, .n = x->rank, .ints = shape },
+    };
+    int has_w = stft && f->n_in > 2 && f->in[2];
+    int in[3] = { g->dy[0], g->in[0], has_w ? g->in[2] : -1 }, out[2];
+    int n_in = stft ? (has_w ? 3 : 2) : 1;
+    if (g->emit(g, "DFTGrad", a, 7, n_in, in, want_w ? 2 : 1, out))
+        return -1;
+    if (g->need_dx[0] && g->add_dx(g, 0, out[0]))
+        return -1;
+    return want_w ? g->add_dx(g, 2, out[1]) : 0;
+}
+
+static int dft_grad(struct grad_ctx *g) { return signal_grad(g, 0); }
+static int stft_grad(struct grad_ctx *g) { return signal_grad(g, 1); }
+
 const struct op_def op_dft = {
     .domain = "", .name = "DFT", .since = { 17, 20 },
     .min_in = 1, .max_in = 3, .min_out = 1, .max_out = 1,
     .parse = dft_parse, .infer = dft_infer, .cost = dft_cost,
     .kernel = { [BACKEND_CPU] = dft_cpu },
     .host_inputs = (1u << 1) | (1u << 2),
+    .grad = dft_grad, .grad_saves_in = (1u << 1) | (1u << 2),
 };
 
 const struct op_def op_stft = {
@@ -365,4 +617,12 @@ const struct op_def op_stft = {
     .parse = stft_parse, .infer = stft_infer, .cost = stft_cost,
     .kernel = { [BACKEND_CPU] = stft_cpu },
     .host_inputs = (1u << 1) | (1u << 3),
+    .grad = stft_grad, .grad_saves_in = (1u << 0) | (1u << 1) | (1u << 2) | (1u << 3),
+};
+
+const struct op_def op_dft_grad = {
+    .domain = "dtrexec", .name = "DFTGrad", .since = { 1 },
+    .min_in = 1, .max_in = 3, .min_out = 1, .max_out = 2,
+    .parse = dft_grad_parse, .infer = dft_grad_infer, .cost = cost_memory,
+    .kernel = { [BACKEND_CPU] = dft_grad_cpu },
 };

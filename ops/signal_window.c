@@ -58,8 +58,7 @@ static int window_parse_kind(const struct onnx_node *node, int kind, void **para
     p->periodic = onnx_node_attr_int(node, "periodic", 1) != 0;
     p->dtype = (int)onnx_node_attr_int(node, "output_datatype", ONNX_DTYPE_FLOAT);
     if (!out_type_ok(p->dtype)) {
-        snprintf(err, err_size, "node '%s' (%s): output_datatype %d is not supported (%s)",
-                 node->name, node->op_type, p->dtype, OUT_TYPES);
+        ew_parse_error(err, err_size, "output_datatype %d is not supported (%s)", p->dtype, OUT_TYPES);
         free(p);
         *params = NULL;
         return -1;

@@ -84,3 +84,26 @@ case("col2im_1d_f64", single_op("Col2Im", [("x", rand(1, 3, 4, dtype=F64)), ("im
                                 attrs={"strides": [1]}))
 case("col2im_3d", single_op("Col2Im", [("x", rand(1, 8, 12)), ("img", np.array([3, 3, 4], dtype=I64)),
                                        ("blk", np.array([2, 2, 2], dtype=I64))], opset=18))
+
+# ---- DFT and STFT (ops/signal.c): linear in the signal, STFT bilinear with the window
+def dft(name, x, opset=20, n=None, axis=None, **attrs):
+    ins = [("x", x), ("n", None if n is None else np.array(n, dtype=I64))]
+    if axis is not None:
+        ins.append(("axis", np.array(axis, dtype=I64)))
+    if opset < 20 and axis is not None:
+        ins.pop()
+        attrs["axis"] = axis
+    case(name, single_op("DFT", ins, opset=opset, attrs=attrs))
+
+
+dft("dft_real_v17", rand(2, 6, 1), opset=17, axis=1)
+dft("dft_complex_v20", rand(2, 5, 3, 2), axis=1)
+dft("dft_onesided_pad", rand(3, 5, 1), n=8, axis=-2, onesided=1)
+dft("dft_truncate_inverse", rand(2, 7, 2, dtype=F64), n=5, inverse=1)
+dft("dft_irfft", rand(1, 4, 3, 2), axis=1, inverse=1, onesided=1)
+dft("dft_irfft_odd_f64", rand(2, 4, 2, dtype=F64), n=7, inverse=1, onesided=1)
+case("stft_window", single_op("STFT", [("x", rand(2, 20, 1)), ("step", np.array(3, dtype=I64)),
+                                        ("w", rand(6))], opset=17))
+case("stft_complex_no_window", single_op("STFT", [("x", rand(1, 12, 2, dtype=F64)), ("step", np.array(4, dtype=I64)),
+                                                  ("w", None), ("len", np.array(5, dtype=I64))],
+                                         opset=17, attrs={"onesided": 0}))
