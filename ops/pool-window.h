@@ -1,6 +1,7 @@
 /* ops/pool-window.h — the window arithmetic of LpPool and LpPoolGrad
- * (ops/lp_pool.c), Col2Im and its adjoint Im2Col (ops/col2im.c) and
- * MaxUnpool's index embedding (ops/max_unpool.c): plain C that the CPU
+ * (ops/lp_pool.c), Col2Im and its adjoint Im2Col (ops/col2im.c),
+ * MaxUnpool's index embedding (ops/max_unpool.c) and the DFT / STFT sums
+ * (ops/signal.c; the CPU reads the same twiddles from a table): plain C that the CPU
  * kernels and the CUDA kernels (ops/cuda/window_kernels.cu) both compile, so
  * that both backends visit the same taps in the same order and compute the
  * same terms. A struct pool_win is an nn_geom's window (3-D, leading unit
@@ -209,6 +210,69 @@ static inline PW_HD int64_t pw_unpool_dst(const struct unpool_geom *g, int64_t q
     return o;
 }
 
+/* ---- DFT and STFT (ops/signal.c) ----------------------------------------------
+ * One transform along an axis: `outer` x `inner` lines; input element t of
+ * line (o, i), component r, at ((o * in_len + t) * inner + i) * in_c + r.
+ * STFT's frames (nf of them, `step` apart) are lines of one signal too. */
+struct dft_geom {
+    int64_t outer, inner, in_len, out_len, n;
+    int in_c, out_c, axis;
+    int inverse, onesided;
+};
+
+#define PW_PI 3.141592653589793
+
+/* Output element e (over [outer, nf, out_len, inner]) of the transform, as
+ * the CPU computes it: the twiddle of angle index j is cos/sin(2 pi j / n),
+ * the sum runs over t (or, one-sided inverse, over k) ascending, in double. */
+static inline PW_HD void pw_dft_out(const struct dft_geom *g, int64_t nf, int64_t step,
+                                    const float *xf, const double *xd, const float *wf,
+                                    const double *wd, int64_t e, double *re, double *im)
+{
+    const int64_t n = g->n;
+    int64_t i = e % g->inner, k = e / g->inner % g->out_len, f = e / (g->inner * g->out_len) % nf;
+    int64_t o = e / (g->inner * g->out_len * nf);
+    const double sign = g->inverse ? 1.0 : -1.0, scale = g->inverse ? 1.0 / (double)n : 1.0;
+    double sr = 0, si = 0;
+    if (g->inverse && g->onesided) {
+        int64_t have = g->in_len < n / 2 + 1 ? g->in_len : n / 2 + 1, st = k % n;
+        for (int64_t kk = 0; kk < n; kk++) {
+            int64_t src = kk <= n / 2 ? kk : n - kk;
+            double a = 0, b = 0;
+            if (src < have) {
+                int64_t x = ((o * g->in_len + src) * g->inner + i) * g->in_c;
+                a = xf ? (double)xf[x] : xd[x];
+                if (g->in_c == 2)
+                    b = xf ? (double)xf[x + 1] : xd[x + 1];
+            }
+            if (kk > n / 2)
+                b = -b;
+            /* bin kk at output t = k: angle index kk * k mod n */
+            int64_t j = kk * st % n;
+            double c = cos(2.0 * PW_PI * (double)j / (double)n), s = sign * sin(2.0 * PW_PI * (double)j / (double)n);
+            sr += a * c - b * s;
+            si += a * s + b * c;
+        }
+    } else {
+        int64_t base = f * step, avail = g->in_len - base;
+        int64_t m = avail < n ? avail : n, j = 0, st = k % n;
+        for (int64_t t = 0; t < m; t++) {
+            int64_t x = ((o * g->in_len + base + t) * g->inner + i) * g->in_c;
+            double w = wf ? (double)wf[t] : wd ? wd[t] : 1.0;
+            double a = (xf ? (double)xf[x] : xd[x]) * w;
+            double b = g->in_c == 2 ? (xf ? (double)xf[x + 1] : xd[x + 1]) * w : 0;
+            double c = cos(2.0 * PW_PI * (double)j / (double)n), s = sign * sin(2.0 * PW_PI * (double)j / (double)n);
+            sr += a * c - b * s;
+            si += a * s + b * c;
+            j += st;
+            if (j >= n)
+                j -= n;
+        }
+    }
+    *re = sr * scale;
+    *im = si * scale;
+}
+
 #if !defined(__CUDACC__) && !defined(__cplusplus)
 /* The checked geometry of one call (op_error on bad shapes or attributes):
  * Col2Im / Col2ImGrad (ops/col2im.c), MaxUnpool / MaxUnpoolGrad
@@ -218,6 +282,9 @@ struct op_call;
 int col2im_geom(const struct op_call *c, struct col2im_geom *g);
 int max_unpool_geom(const struct op_call *c, struct unpool_geom *g);
 int64_t max_unpool_bad_index(const struct unpool_geom *g, const int64_t *ind, int64_t n);
+/* DFT or STFT (ops/signal.c): the transform, and STFT's frames and step
+ * (0 and 1 for DFT). */
+int signal_dft_geom(const struct op_call *c, struct dft_geom *g, int64_t *frames, int64_t *step);
 #endif
 
 #endif

@@ -17,7 +17,8 @@
  * in integers), one line at a time in a fixed order: deterministic, and
  * exact to double rounding before the final cast. The table and one line
  * of input come from budgeted scratch. Gradients: DFTGrad (see the end of
- * the file). No CUDA kernel, so --device cuda refuses these ops by name.
+ * the file), CPU only. The CUDA kernels of DFT and STFT (ops/cuda/window.c)
+ * sum the same terms in the same order (ops/pool-window.h's pw_dft_out).
  */
 #include <math.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@
 /* pi as numpy has it (M_PI is not ISO C) */
 #define SIGNAL_PI 3.141592653589793
 #include "ops/nn-impl.h"
+#include "ops/pool-window.h"
 
 #define SIGNAL_TYPES "float, double"
 
@@ -78,14 +80,6 @@ static int scalar_int(const struct op_call *c, int i, const char *what, int64_t 
     *v = tensor_get_int(t, 0);
     return 0;
 }
-
-/* One transform along an axis: `outer` x `inner` lines; input element t of
- * line (o, i), component r, at ((o * in_len + t) * inner + i) * in_c + r. */
-struct dft_geom {
-    int64_t outer, inner, in_len, out_len, n;
-    int in_c, out_c, axis;
-    int inverse, onesided;
-};
 
 static int dft_geom(const struct op_call *c, struct dft_geom *g)
 {
@@ -601,6 +595,22 @@ static int signal_grad(struct grad_ctx *g, int stft)
 
 static int dft_grad(struct grad_ctx *g) { return signal_grad(g, 0); }
 static int stft_grad(struct grad_ctx *g) { return signal_grad(g, 1); }
+
+int signal_dft_geom(const struct op_call *c, struct dft_geom *g, int64_t *frames, int64_t *step)
+{
+    if (!strcmp(c->def->name, "STFT")) {
+        struct stft_geom sg;
+        if (stft_geom(c, &sg))
+            return -1;
+        *g = sg.d;
+        *frames = sg.frames;
+        *step = sg.step;
+        return 0;
+    }
+    *frames = 0;
+    *step = 1;
+    return dft_geom(c, g);
+}
 
 const struct op_def op_dft = {
     .domain = "", .name = "DFT", .since = { 17, 20 },

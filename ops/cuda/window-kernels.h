@@ -48,6 +48,11 @@ cudaError_t cuda_unpool_move_launch(cudaStream_t stream, int grad, size_t esize,
                                     const struct unpool_geom *g, int64_t n, const int64_t *ind,
                                     const unsigned long long *owner, void *x, void *y);
 
+/* DFT and STFT: one thread per output element (re, im); window NULL for
+ * DFT or an STFT without one; frames 0 for DFT. */
+cudaError_t cuda_dft_launch(cudaStream_t stream, int f64, const struct dft_geom *g, int64_t frames,
+                            int64_t step, const void *x, const void *window, void *y);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,8 +9,10 @@
  * ~j into an owner array (budgeted scratch), so that repeated indices give
  * the CPU's result whatever order the threads run in; an index outside the
  * unpooled tensor is reported by position (one device-to-host copy and a
- * stream synchronisation per call). DFT, STFT, the windows and
- * MelWeightMatrix have no CUDA kernel: --device cuda names them. */
+ * stream synchronisation per call). DFT and STFT (ops/signal.c) run one
+ * thread per output element. DFTGrad, the windows and MelWeightMatrix have
+ * no CUDA kernel (the last four make small outputs from host scalars):
+ * --device cuda names them. */
 #include <string.h>
 
 #include "ops/cuda/cuda-impl.h"
@@ -126,7 +128,24 @@ static int cuda_max_unpool(struct op_call *c)
     return 0;
 }
 
+/* DFT and STFT: each output element's sum by one thread, the twiddles
+ * computed where the CPU reads them from a table of the same values. */
+static int cuda_dft(struct op_call *c)
+{
+    struct dft_geom g;
+    int64_t frames, step;
+    if (signal_dft_geom(c, &g, &frames, &step))
+        return -1;
+    const int stft = !strcmp(c->def->name, "STFT");
+    const struct tensor *w = stft && c->n_in > 2 ? c->in[2] : NULL;
+    CUDA_TRY(c, cuda_dft_launch(cuda_ctx_of(c)->stream, c->in[0]->dtype == ONNX_DTYPE_DOUBLE, &g, frames, step,
+                                c->in[0]->data, w ? w->data : NULL, c->out[0]->data));
+    return 0;
+}
+
 const struct cuda_kernel_entry cuda_kernels_window[] = {
+    { "", "DFT", cuda_dft },
+    { "", "STFT", cuda_dft },
     { "", "LpPool", cuda_lp_pool },
     { "dtrexec", "LpPoolGrad", cuda_lp_pool_grad },
     { "", "Col2Im", cuda_col2im },

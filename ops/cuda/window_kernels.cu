@@ -1,6 +1,6 @@
 /* ops/cuda/window_kernels.cu — device code of the "window" family
  * (ops/cuda/window.c, launchers in window-kernels.h): LpPool, LpPoolGrad,
- * Col2Im, Im2Col (Col2ImGrad), MaxUnpool and MaxUnpoolGrad. The per-element
+ * Col2Im, Im2Col (Col2ImGrad), MaxUnpool, MaxUnpoolGrad, DFT and STFT. The per-element
  * arithmetic is ops/pool-window.h's, the same functions the CPU kernels
  * (ops/lp_pool.c, col2im.c, max_unpool.c) call, so both backends visit the
  * same taps in the same order. Grid-stride loops of 256 threads. */
@@ -94,6 +94,32 @@ __global__ void __launch_bounds__(WIN_THREADS)
         else if (win)
             y[pw_unpool_dst(&g, q)] = x[j];
     }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(WIN_THREADS)
+    dft_kernel(struct dft_geom g, int64_t nf, int64_t step, const T *x, const T *w, T *y)
+{
+    WIN_LOOP(e, g.outer * nf * g.out_len * g.inner) {
+        double re, im;
+        pw_dft_out(&g, nf, step, as_f(x), as_d(x), as_f(w), as_d(w), e, &re, &im);
+        y[e * g.out_c] = (T)re;
+        if (g.out_c == 2)
+            y[e * g.out_c + 1] = (T)im;
+    }
+}
+
+extern "C" cudaError_t cuda_dft_launch(cudaStream_t stream, int f64, const struct dft_geom *g, int64_t frames,
+                                       int64_t step, const void *x, const void *window, void *y)
+{
+    int64_t nf = frames ? frames : 1, n = g->outer * nf * g->out_len * g->inner;
+    if (f64)
+        dft_kernel<double><<<win_blocks(n), WIN_THREADS, 0, stream>>>(*g, nf, step, (const double *)x,
+                                                                      (const double *)window, (double *)y);
+    else
+        dft_kernel<float><<<win_blocks(n), WIN_THREADS, 0, stream>>>(*g, nf, step, (const float *)x,
+                                                                     (const float *)window, (float *)y);
+    return cudaGetLastError();
 }
 
 extern "C" cudaError_t cuda_lp_pool_launch(cudaStream_t stream, int f64, const struct pool_win *w,

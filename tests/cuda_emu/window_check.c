@@ -3,7 +3,8 @@
  * their gradients) run on the host (see run_window.sh) against the CPU
  * kernels of the same operators, on the same random inputs: 1-3 spatial
  * axes, every p, padding, strides, dilations, ceil_mode, repeated and
- * out-of-range unpooling indices, float and double. Each emulated call
+ * out-of-range unpooling indices; DFT (real, complex, onesided, inverse,
+ * irfft, padded and truncated lengths) and STFT; float and double. Each emulated call
  * runs twice and must give the same bits. Exits 1 on any mismatch. */
 #include <math.h>
 #include <stdio.h>
@@ -386,6 +387,35 @@ int main(void)
             struct tensor *bin[2] = { in[0], badi };
             refuse("maxunpool bad index", "MaxUnpool", a, 2, 2, bin, 96, "I[9] = 96");
         }
+    }
+    for (int t = 0; t < 2; t++) {
+        const int F = fl[t];
+        struct {
+            const char *what;
+            int64_t x[4];
+            int rank, n, axis, inverse, onesided;
+        } df[] = {
+            { "dft real", { 2, 6, 1 }, 3, 0, 1, 0, 0 },
+            { "dft complex axis 2", { 2, 3, 5, 2 }, 4, 0, 2, 0, 0 },
+            { "dft onesided padded", { 3, 5, 1 }, 3, 8, 1, 0, 1 },
+            { "dft inverse truncated", { 2, 7, 3, 2 }, 4, 5, 1, 1, 0 },
+            { "dft irfft", { 1, 4, 3, 2 }, 4, 0, 1, 1, 1 },
+            { "dft irfft odd", { 2, 4, 2 }, 3, 7, 1, 1, 1 },
+        };
+        for (int i = 0; i < (int)(sizeof df / sizeof df[0]); i++) {
+            struct onnx_attr a[2] = { ai("inverse", df[i].inverse), ai("onesided", df[i].onesided) };
+            struct tensor *in[3] = { mk(F, df[i].rank, df[i].x, -1, 1),
+                                     df[i].n ? mk_vals(ONNX_DTYPE_INT64, 0, NULL, (double[]){ df[i].n }) : NULL,
+                                     mk_vals(ONNX_DTYPE_INT64, 0, NULL, (double[]){ df[i].axis }) };
+            run(df[i].what, "", "DFT", 20, a, 2, 3, in, 1);
+        }
+        struct tensor *s1[3] = { T(F, -1, 1, 2, 20, 1), mk_vals(ONNX_DTYPE_INT64, 0, NULL, (double[]){ 3 }),
+                                 T(F, 0, 1, 6) };
+        run("stft window", "", "STFT", 17, NULL, 0, 3, s1, 1);
+        struct onnx_attr two[1] = { ai("onesided", 0) };
+        struct tensor *s2[4] = { T(F, -1, 1, 1, 12, 2), mk_vals(ONNX_DTYPE_INT64, 0, NULL, (double[]){ 4 }), NULL,
+                                 mk_vals(ONNX_DTYPE_INT64, 0, NULL, (double[]){ 5 }) };
+        run("stft complex", "", "STFT", 17, two, 1, 4, s2, 1);
     }
     {
         int64_t k[1] = { 2 };
