@@ -273,6 +273,99 @@ static inline PW_HD void pw_dft_out(const struct dft_geom *g, int64_t nf, int64_
     *im = si * scale;
 }
 
+/* DFTGrad: the adjoint (gr, gi) of sample t of line (o, f, i), t below
+ * pw_dft_samples(); dY as the forward's output. Sums run over the bins
+ * ascending (the one-sided inverse: bins j then n - j, each over t). */
+static inline PW_HD int64_t pw_dft_samples(const struct dft_geom *g, int64_t f, int64_t step)
+{
+    if (g->inverse && g->onesided)
+        return g->in_len < g->n / 2 + 1 ? g->in_len : g->n / 2 + 1;
+    int64_t avail = g->in_len - f * step;
+    return avail < g->n ? avail : g->n;
+}
+
+static inline PW_HD void pw_dft_adjoint(const struct dft_geom *g, int64_t nf, const float *dyf,
+                                        const double *dyd, int64_t o, int64_t f, int64_t i, int64_t t,
+                                        double *gr, double *gi)
+{
+    const int64_t n = g->n;
+    const double sign = g->inverse ? 1.0 : -1.0, scale = g->inverse ? 1.0 / (double)n : 1.0;
+    double re = 0, im = 0;
+    if (g->inverse && g->onesided) {
+        /* x_u = (1/n) sum_k Re(V_k e^{i theta}); V_t at bin t, conj(V_t) at n - t */
+        for (int pass = 0; pass < 2; pass++) {
+            int64_t k = pass ? n - t : t;
+            if (pass && !(t >= 1 && k > n / 2 && k < n))
+                continue;
+            int64_t idx = 0, st = k % n;
+            for (int64_t u = 0; u < n; u++) {
+                int64_t e = (o * n + u) * g->inner + i;
+                double d = dyf ? (double)dyf[e] : dyd[e], sn = sin(2.0 * PW_PI * (double)idx / (double)n);
+                re += d * cos(2.0 * PW_PI * (double)idx / (double)n);
+                im += pass ? d * sn : -d * sn;
+                idx += st;
+                if (idx >= n)
+                    idx -= n;
+            }
+        }
+    } else {
+        int64_t idx = 0, st = t % n;
+        for (int64_t k = 0; k < g->out_len; k++) {
+            int64_t e = (((o * nf + f) * g->out_len + k) * g->inner + i) * 2;
+            double yr = dyf ? (double)dyf[e] : dyd[e], yi = dyf ? (double)dyf[e + 1] : dyd[e + 1];
+            double cc = cos(2.0 * PW_PI * (double)idx / (double)n);
+            double ss = sign * sin(2.0 * PW_PI * (double)idx / (double)n);
+            re += yr * cc + yi * ss;
+            im += yi * cc - yr * ss;
+            idx += st;
+            if (idx >= n)
+                idx -= n;
+        }
+    }
+    *gr = re * scale;
+    *gi = im * scale;
+}
+
+/* dX at element (o, p, i) (both components into dx[0..in_c)): the adjoints
+ * of the frames holding sample p, frames ascending, times the window. */
+static inline PW_HD void pw_dft_grad_x(const struct dft_geom *g, int64_t nf, int64_t step,
+                                       const float *dyf, const double *dyd, const float *wf,
+                                       const double *wd, int64_t o, int64_t p, int64_t i, double *dx)
+{
+    dx[0] = dx[1] = 0;
+    for (int64_t f = 0; f < nf; f++) {
+        int64_t t = p - f * step;
+        if (t < 0)
+            break;
+        if (t >= pw_dft_samples(g, f, step))
+            continue;
+        double gr, gi, w = wf ? (double)wf[t] : wd ? wd[t] : 1.0;
+        pw_dft_adjoint(g, nf, dyf, dyd, o, f, i, t, &gr, &gi);
+        dx[0] += gr * w;
+        dx[1] += gi * w;
+    }
+}
+
+/* dwindow at tap t (STFT: inner 1): over batches and frames ascending. */
+static inline PW_HD double pw_dft_grad_w(const struct dft_geom *g, int64_t nf, int64_t step,
+                                         const float *dyf, const double *dyd, const float *xf,
+                                         const double *xd, int64_t t)
+{
+    double s = 0;
+    for (int64_t o = 0; o < g->outer; o++)
+        for (int64_t f = 0; f < nf; f++) {
+            if (t >= pw_dft_samples(g, f, step))
+                continue;
+            double gr, gi;
+            pw_dft_adjoint(g, nf, dyf, dyd, o, f, 0, t, &gr, &gi);
+            int64_t e = (o * g->in_len + f * step + t) * g->in_c;
+            double a = xf ? (double)xf[e] : xd[e];
+            double b = g->in_c == 2 ? (xf ? (double)xf[e + 1] : xd[e + 1]) : 0;
+            s += a * gr + b * gi;
+        }
+    return s;
+}
+
 #if !defined(__CUDACC__) && !defined(__cplusplus)
 /* The checked geometry of one call (op_error on bad shapes or attributes):
  * Col2Im / Col2ImGrad (ops/col2im.c), MaxUnpool / MaxUnpoolGrad
@@ -285,6 +378,8 @@ int64_t max_unpool_bad_index(const struct unpool_geom *g, const int64_t *ind, in
 /* DFT or STFT (ops/signal.c): the transform, and STFT's frames and step
  * (0 and 1 for DFT). */
 int signal_dft_geom(const struct op_call *c, struct dft_geom *g, int64_t *frames, int64_t *step);
+/* DFTGrad (ops/signal.c): the forward's transform, frames (0 for DFT) and step. */
+int signal_dft_grad_geom(const struct op_call *c, struct dft_geom *g, int64_t *frames, int64_t *step);
 #endif
 
 #endif

@@ -17,8 +17,8 @@
  * in integers), one line at a time in a fixed order: deterministic, and
  * exact to double rounding before the final cast. The table and one line
  * of input come from budgeted scratch. Gradients: DFTGrad (see the end of
- * the file), CPU only. The CUDA kernels of DFT and STFT (ops/cuda/window.c)
- * sum the same terms in the same order (ops/pool-window.h's pw_dft_out).
+ * the file). The CUDA kernels of DFT, STFT and DFTGrad (ops/cuda/window.c)
+ * sum the same terms in the same order (ops/pool-window.h's pw_dft_*).
  */
 #include <math.h>
 #include <stdio.h>
@@ -352,8 +352,8 @@ static struct op_cost stft_cost(const struct op_call *c)
  * with angle index k t mod n, g_t += scale (dYr c + dYi s, dYi c - dYr s),
  * s = sign sin; the one-sided inverse's g_j sums the bins j and n - j that
  * its Hermitian extension reads (the second conjugated). dX = g * window,
- * dwindow = sum over frames of (a, b) . g; overlapping frames add in frame
- * order into a zeroed output, so the result is deterministic. */
+ * dwindow = sum over frames of (a, b) . g; each element of dX gathers its
+ * frames in order, each tap of dwindow its batches and frames: deterministic. */
 
 struct dft_grad_params {
     struct dft_params dft;
@@ -454,11 +454,15 @@ static int dft_grad_infer(struct op_call *c)
     return 0;
 }
 
-static double ld(const void *p, int dbl, int64_t i)
+int signal_dft_grad_geom(const struct op_call *c, struct dft_geom *g, int64_t *frames, int64_t *step)
 {
-    return dbl ? ((const double *)p)[i] : (double)((const float *)p)[i];
+    const struct dft_grad_params *p = c->params;
+    *step = p->step;
+    return dft_grad_geom(c, g, frames);
 }
 
+/* Gathers per element of dX and per tap of dwindow (ops/pool-window.h), so
+ * the CUDA kernel runs the same sums in the same order. */
 static int dft_grad_cpu(struct op_call *c)
 {
     const struct dft_grad_params *p = c->params;
@@ -467,86 +471,31 @@ static int dft_grad_cpu(struct op_call *c)
     if (dft_grad_geom(c, &g, &frames))
         return -1;
     const int dbl = c->in[0]->dtype == ONNX_DTYPE_DOUBLE;
-    const int64_t n = g.n, nf = frames ? frames : 1;
+    const int64_t nf = frames ? frames : 1, step = p->step;
     const struct tensor *xt = c->n_in > 1 ? c->in[1] : NULL, *wt = c->n_in > 2 ? c->in[2] : NULL;
     struct tensor *dxt = c->out[0], *dwt = c->n_out > 1 ? c->out[1] : NULL;
-    /* cos, sin, the adjoint line (2 n) and the accumulators of dX and dW */
-    int64_t nx = tensor_numel(dxt), nw = dwt ? n : 0;
-    double *buf = nn_scratch_alloc(c, sizeof(double) * (size_t)(4 * n + nx + nw));
-    if (!buf)
-        return op_error(c, "no scratch memory for a transform of length %lld", (long long)n);
-    double *cs = buf, *sn = buf + n, *gl = buf + 2 * n, *acc = buf + 4 * n, *accw = acc + nx;
-    memset(acc, 0, sizeof(double) * (size_t)(nx + nw));
-    twiddles(n, cs, sn);
-    const double sign = g.inverse ? 1.0 : -1.0, scale = g.inverse ? 1.0 / (double)n : 1.0;
-    const void *dy = c->in[0]->data;
-    for (int64_t o = 0; o < g.outer; o++)
-        for (int64_t f = 0; f < nf; f++)
-            for (int64_t i = 0; i < g.inner; i++) {
-                int64_t base = frames ? f * p->step : 0, m;
-                if (g.inverse && g.onesided) {
-                    /* x_t = (1/n) sum_k Re(V_k e^{i theta}); V_j and conj(V_j) at n - j */
-                    m = g.in_len < n / 2 + 1 ? g.in_len : n / 2 + 1;
-                    for (int64_t j = 0; j < m; j++) {
-                        double re = 0, im = 0;
-                        for (int pass = 0; pass < 2; pass++) {
-                            int64_t k = pass ? n - j : j;
-                            if (pass && !(j >= 1 && k > n / 2 && k < n))
-                                continue;
-                            int64_t idx = 0, step = k % n;
-                            for (int64_t t = 0; t < n; t++) {
-                                double d = ld(dy, dbl, ((o * n + t) * g.inner + i));
-                                re += d * cs[idx];
-                                im += pass ? d * sn[idx] : -d * sn[idx];
-                                idx += step;
-                                if (idx >= n)
-                                    idx -= n;
-                            }
-                        }
-                        gl[2 * j] = re * scale;
-                        gl[2 * j + 1] = im * scale;
-                    }
-                } else {
-                    int64_t avail = g.in_len - base;
-                    m = avail < n ? avail : n;
-                    for (int64_t t = 0; t < m; t++) {
-                        double re = 0, im = 0;
-                        int64_t idx = 0, step = t % n;
-                        for (int64_t k = 0; k < g.out_len; k++) {
-                            int64_t e = (((o * nf + f) * g.out_len + k) * g.inner + i) * 2;
-                            double yr = ld(dy, dbl, e), yi = ld(dy, dbl, e + 1);
-                            double cc = cs[idx], ss = sign * sn[idx];
-                            re += yr * cc + yi * ss;
-                            im += yi * cc - yr * ss;
-                            idx += step;
-                            if (idx >= n)
-                                idx -= n;
-                        }
-                        gl[2 * t] = re * scale;
-                        gl[2 * t + 1] = im * scale;
-                    }
-                }
-                for (int64_t t = 0; t < m; t++) {
-                    int64_t e = ((o * g.in_len + base + t) * g.inner + i) * g.in_c;
-                    double w = wt ? ld(wt->data, dbl, t) : 1.0;
-                    acc[e] += gl[2 * t] * w;
-                    if (g.in_c == 2)
-                        acc[e + 1] += gl[2 * t + 1] * w;
-                    if (dwt) {
-                        double a = ld(xt->data, dbl, e), b = g.in_c == 2 ? ld(xt->data, dbl, e + 1) : 0;
-                        accw[t] += a * gl[2 * t] + b * gl[2 * t + 1];
-                    }
-                }
-            }
-    for (int64_t e = 0; e < nx + nw; e++) {
-        void *dst = e < nx ? dxt->data : dwt->data;
-        int64_t k = e < nx ? e : e - nx;
-        if (dbl)
-            ((double *)dst)[k] = acc[e];
-        else
-            ((float *)dst)[k] = (float)acc[e];
+    const float *dyf = dbl ? NULL : c->in[0]->data, *wf = wt && !dbl ? wt->data : NULL;
+    const double *dyd = dbl ? c->in[0]->data : NULL, *wd = wt && dbl ? wt->data : NULL;
+    const int64_t lines = g.outer * g.in_len * g.inner;
+#pragma omp parallel for schedule(static) if (lines * g.n > 65536)
+    for (int64_t e = 0; e < lines; e++) {
+        double d[2];
+        pw_dft_grad_x(&g, nf, step, dyf, dyd, wf, wd, e / (g.in_len * g.inner), e / g.inner % g.in_len,
+                      e % g.inner, d);
+        for (int r = 0; r < g.in_c; r++) {
+            if (dbl)
+                ((double *)dxt->data)[e * g.in_c + r] = d[r];
+            else
+                ((float *)dxt->data)[e * g.in_c + r] = (float)d[r];
+        }
     }
-    nn_scratch_free(c, buf);
+    for (int64_t t = 0; dwt && t < g.n; t++) {
+        double v = pw_dft_grad_w(&g, nf, step, dyf, dyd, dbl ? NULL : xt->data, dbl ? xt->data : NULL, t);
+        if (dbl)
+            ((double *)dwt->data)[t] = v;
+        else
+            ((float *)dwt->data)[t] = (float)v;
+    }
     return 0;
 }
 

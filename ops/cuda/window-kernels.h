@@ -53,6 +53,12 @@ cudaError_t cuda_unpool_move_launch(cudaStream_t stream, int grad, size_t esize,
 cudaError_t cuda_dft_launch(cudaStream_t stream, int f64, const struct dft_geom *g, int64_t frames,
                             int64_t step, const void *x, const void *window, void *y);
 
+/* DFTGrad: dx (X's shape) gathered per element; dw (the window's
+ * gradient, may be NULL) per tap. window and x NULL when absent. */
+cudaError_t cuda_dft_grad_launch(cudaStream_t stream, int f64, const struct dft_geom *g, int64_t frames,
+                                 int64_t step, const void *dy, const void *x, const void *window, void *dx,
+                                 void *dw);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,9 +10,9 @@
  * the CPU's result whatever order the threads run in; an index outside the
  * unpooled tensor is reported by position (one device-to-host copy and a
  * stream synchronisation per call). DFT and STFT (ops/signal.c) run one
- * thread per output element. DFTGrad, the windows and MelWeightMatrix have
- * no CUDA kernel (the last four make small outputs from host scalars):
- * --device cuda names them. */
+ * thread per output element, DFTGrad one per element of dX and per window
+ * tap. The windows and MelWeightMatrix have no CUDA kernel (they make
+ * small outputs from host scalars): --device cuda names them. */
 #include <string.h>
 
 #include "ops/cuda/cuda-impl.h"
@@ -143,7 +143,22 @@ static int cuda_dft(struct op_call *c)
     return 0;
 }
 
+static int cuda_dft_grad(struct op_call *c)
+{
+    struct dft_geom g;
+    int64_t frames, step;
+    if (signal_dft_grad_geom(c, &g, &frames, &step))
+        return -1;
+    const struct tensor *x = c->n_in > 1 ? c->in[1] : NULL, *w = c->n_in > 2 ? c->in[2] : NULL;
+    struct tensor *dw = c->n_out > 1 ? c->out[1] : NULL;
+    CUDA_TRY(c, cuda_dft_grad_launch(cuda_ctx_of(c)->stream, c->in[0]->dtype == ONNX_DTYPE_DOUBLE, &g, frames,
+                                     step, c->in[0]->data, x ? x->data : NULL, w ? w->data : NULL,
+                                     c->out[0]->data, dw ? dw->data : NULL));
+    return 0;
+}
+
 const struct cuda_kernel_entry cuda_kernels_window[] = {
+    { "dtrexec", "DFTGrad", cuda_dft_grad },
     { "", "DFT", cuda_dft },
     { "", "STFT", cuda_dft },
     { "", "LpPool", cuda_lp_pool },

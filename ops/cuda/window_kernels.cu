@@ -1,6 +1,6 @@
 /* ops/cuda/window_kernels.cu — device code of the "window" family
  * (ops/cuda/window.c, launchers in window-kernels.h): LpPool, LpPoolGrad,
- * Col2Im, Im2Col (Col2ImGrad), MaxUnpool, MaxUnpoolGrad, DFT and STFT. The per-element
+ * Col2Im, Im2Col (Col2ImGrad), MaxUnpool, MaxUnpoolGrad, DFT, STFT and DFTGrad. The per-element
  * arithmetic is ops/pool-window.h's, the same functions the CPU kernels
  * (ops/lp_pool.c, col2im.c, max_unpool.c) call, so both backends visit the
  * same taps in the same order. Grid-stride loops of 256 threads. */
@@ -119,6 +119,48 @@ extern "C" cudaError_t cuda_dft_launch(cudaStream_t stream, int f64, const struc
     else
         dft_kernel<float><<<win_blocks(n), WIN_THREADS, 0, stream>>>(*g, nf, step, (const float *)x,
                                                                      (const float *)window, (float *)y);
+    return cudaGetLastError();
+}
+
+template <typename T>
+__global__ void __launch_bounds__(WIN_THREADS)
+    dft_grad_x_kernel(struct dft_geom g, int64_t nf, int64_t step, const T *dy, const T *w, T *dx)
+{
+    WIN_LOOP(e, g.outer * g.in_len * g.inner) {
+        double d[2];
+        pw_dft_grad_x(&g, nf, step, as_f(dy), as_d(dy), as_f(w), as_d(w), e / (g.in_len * g.inner),
+                      e / g.inner % g.in_len, e % g.inner, d);
+        for (int r = 0; r < g.in_c; r++)
+            dx[e * g.in_c + r] = (T)d[r];
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(WIN_THREADS)
+    dft_grad_w_kernel(struct dft_geom g, int64_t nf, int64_t step, const T *dy, const T *x, T *dw)
+{
+    WIN_LOOP(t, g.n)
+        dw[t] = (T)pw_dft_grad_w(&g, nf, step, as_f(dy), as_d(dy), as_f(x), as_d(x), t);
+}
+
+extern "C" cudaError_t cuda_dft_grad_launch(cudaStream_t stream, int f64, const struct dft_geom *g,
+                                            int64_t frames, int64_t step, const void *dy, const void *x,
+                                            const void *window, void *dx, void *dw)
+{
+    int64_t nf = frames ? frames : 1, n = g->outer * g->in_len * g->inner;
+    if (f64) {
+        dft_grad_x_kernel<double><<<win_blocks(n), WIN_THREADS, 0, stream>>>(
+            *g, nf, step, (const double *)dy, (const double *)window, (double *)dx);
+        if (dw)
+            dft_grad_w_kernel<double><<<win_blocks(g->n), WIN_THREADS, 0, stream>>>(
+                *g, nf, step, (const double *)dy, (const double *)x, (double *)dw);
+    } else {
+        dft_grad_x_kernel<float><<<win_blocks(n), WIN_THREADS, 0, stream>>>(
+            *g, nf, step, (const float *)dy, (const float *)window, (float *)dx);
+        if (dw)
+            dft_grad_w_kernel<float><<<win_blocks(g->n), WIN_THREADS, 0, stream>>>(
+                *g, nf, step, (const float *)dy, (const float *)x, (float *)dw);
+    }
     return cudaGetLastError();
 }
 

@@ -408,6 +408,29 @@ int main(void)
                                      df[i].n ? mk_vals(ONNX_DTYPE_INT64, 0, NULL, (double[]){ df[i].n }) : NULL,
                                      mk_vals(ONNX_DTYPE_INT64, 0, NULL, (double[]){ df[i].axis }) };
             run(df[i].what, "", "DFT", 20, a, 2, 3, in, 1);
+            /* DFTGrad on dY of the forward's output shape */
+            int64_t n = df[i].n ? df[i].n : df[i].inverse && df[i].onesided ? 2 * (df[i].x[df[i].axis] - 1)
+                                                                         : df[i].x[df[i].axis];
+            int64_t yd[4];
+            memcpy(yd, df[i].x, sizeof yd);
+            yd[df[i].axis] = df[i].onesided && !df[i].inverse ? n / 2 + 1 : n;
+            yd[df[i].rank - 1] = df[i].inverse && df[i].onesided ? 1 : 2;
+            struct onnx_attr ga[5] = { ai("inverse", df[i].inverse), ai("onesided", df[i].onesided),
+                                       ai("axis", df[i].axis), ai("dft_length", n),
+                                       aints("shape", df[i].rank, df[i].x) };
+            struct tensor *gin[1] = { mk(F, df[i].rank, yd, -1, 1) };
+            run(df[i].what, "dtrexec", "DFTGrad", 1, ga, 5, 1, gin, 1);
+        }
+        {
+            /* STFT's gradients: signal [2, 20, 1], frame 6, step 3 -> [2, 5, 4, 2] */
+            struct onnx_attr ga[6] = { ai("onesided", 1), ai("axis", 1), ai("dft_length", 6), ai("stft", 1),
+                                       ai("frame_step", 3), aints("shape", 3, DIMS(2, 20, 1)) };
+            struct tensor *gin[3] = { T(F, -1, 1, 2, 5, 4, 2), T(F, -1, 1, 2, 20, 1), T(F, 0, 1, 6) };
+            run("stft grad with window", "dtrexec", "DFTGrad", 1, ga, 6, 3, gin, 2);
+            struct onnx_attr gc[6] = { ai("onesided", 0), ai("axis", 1), ai("dft_length", 5), ai("stft", 1),
+                                       ai("frame_step", 4), aints("shape", 3, DIMS(1, 12, 2)) };
+            struct tensor *gcin[2] = { T(F, -1, 1, 1, 2, 5, 2), T(F, -1, 1, 1, 12, 2) };
+            run("stft grad complex", "dtrexec", "DFTGrad", 1, gc, 6, 2, gcin, 1);
         }
         struct tensor *s1[3] = { T(F, -1, 1, 2, 20, 1), mk_vals(ONNX_DTYPE_INT64, 0, NULL, (double[]){ 3 }),
                                  T(F, 0, 1, 6) };
