@@ -269,6 +269,11 @@ int nn_pool_forward_dnnl(const struct op_call *c, const struct nn_geom *g, enum 
 void nn_maxpool_backward(const struct nn_geom *g, const float *x, const float *dy, float *dx);
 void nn_avgpool_backward(const struct nn_geom *g, int count_include_pad, const float *dy, float *dx);
 
+/* LpPool's window (ops/lp_pool.c) as ops/pool-window.h's struct pool_win,
+ * for its CPU and CUDA kernels. */
+struct pool_win;
+void nn_lp_pool_win(const struct nn_geom *g, struct pool_win *w);
+
 /* Batch normalization, inference: y = (x - mean) / sqrt(var + eps) * scale + bias.
  * x, y: [n, ch, spatial]. */
 void nn_batchnorm_inference(int64_t n, int64_t ch, int64_t spatial, const float *x,

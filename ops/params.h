@@ -283,6 +283,13 @@ struct pool_params {
     int count_include_pad;
 };
 
+/* ops/lp_pool.c: LpPool and LpPoolGrad (shape: X's dims, the gradient only) */
+struct lp_pool_params {
+    struct nn_window_attrs w;
+    float p;
+    struct nn_shape_attr shape;
+};
+
 struct pool_grad_params {
     struct pool_params pool;
     struct nn_shape_attr shape;

@@ -120,6 +120,14 @@
     X(op_det_grad) \
     /* Upsample of ops/upsample.c */ \
     X(op_upsample) \
+    /* DFT, STFT of ops/signal.c; windows, MelWeightMatrix of ops/signal_window.c */ \
+    X(op_dft) \
+    X(op_stft) \
+    X(op_dft_grad) \
+    X(op_hann_window) \
+    X(op_hamming_window) \
+    X(op_blackman_window) \
+    X(op_mel_weight_matrix) \
     /* AffineGrid of ops/affine_grid.c */ \
     X(op_affine_grid) \
     X(op_affine_grid_grad) \
@@ -153,6 +161,9 @@
     X(op_matmul) \
     X(op_einsum) \
     X(op_max_pool) \
+    X(op_lp_pool) \
+    X(op_max_unpool) \
+    X(op_col2im) \
     X(op_average_pool) \
     X(op_global_average_pool) \
     X(op_batch_normalization) \
@@ -223,6 +234,9 @@
     X(op_conv_grad_weight) \
     X(op_matmul_trans) \
     X(op_max_pool_grad) \
+    X(op_lp_pool_grad) \
+    X(op_max_unpool_grad) \
+    X(op_col2im_grad) \
     X(op_average_pool_grad) \
     X(op_batch_norm_grad) \
     X(op_layer_norm_grad) \

@@ -38,6 +38,9 @@ extern const struct cuda_kernel_entry cuda_kernels_quant[];
 #ifdef DTRX_CUDA_HAS_VISION
 extern const struct cuda_kernel_entry cuda_kernels_vision[];
 #endif
+#ifdef DTRX_CUDA_HAS_WINDOW
+extern const struct cuda_kernel_entry cuda_kernels_window[];
+#endif
 
 static const struct cuda_kernel_entry *const families[] = {
 #ifdef DTRX_CUDA_HAS_BLAS
@@ -66,6 +69,9 @@ static const struct cuda_kernel_entry *const families[] = {
 #endif
 #ifdef DTRX_CUDA_HAS_VISION
     cuda_kernels_vision,
+#endif
+#ifdef DTRX_CUDA_HAS_WINDOW
+    cuda_kernels_window,
 #endif
     NULL,
 };
