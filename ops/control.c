@@ -3,6 +3,7 @@
  * the sequence and optional operators, which only rearrange lists of tensors.
  * Here: their registry entries and the checks of their attributes; the
  * execution is runtime/control.c. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -59,22 +60,54 @@ static int loop_parse(const struct onnx_node *node, int version, void **params, 
     return 0;
 }
 
+/* An ints attribute of Scan, when given, has one entry per scan input or
+ * output, each in [lo, hi] (axes are checked against ranks at run time). */
+static int scan_ints(const struct onnx_node *node, const char *attr, int want, int64_t lo, int64_t hi, char *err,
+                     size_t err_size)
+{
+    const struct onnx_attr *a = onnx_node_attr(node, attr);
+    if (!a)
+        return 0;
+    if (a->type != ONNX_ATTR_INTS || a->n != want) {
+        snprintf(err, err_size, "node '%s' (Scan): attribute %s must list %d ints", node->name, attr, want);
+        return -1;
+    }
+    for (int i = 0; i < a->n; i++)
+        if (a->ints[i] < lo || a->ints[i] > hi) {
+            snprintf(err, err_size, "node '%s' (Scan): %s[%d] is %lld; expected %lld..%lld", node->name, attr, i,
+                     (long long)a->ints[i], (long long)lo, (long long)hi);
+            return -1;
+        }
+    return 0;
+}
+
+/* Scan-8 takes (sequence_lens, states..., scan inputs...), its body the
+ * states and scan inputs; from 9 there is no sequence_lens. */
 static int scan_parse(const struct onnx_node *node, int version, void **params, char *err, size_t err_size)
 {
     if (need_graph(node, "body", err, err_size))
         return -1;
+    int lens = version < 9;
+    int n_in = node->n_inputs - lens;
     const struct onnx_attr *a = onnx_node_attr(node, "num_scan_inputs");
-    if (!a || a->type != ONNX_ATTR_INT || a->i < 1 || a->i > node->n_inputs) {
-        snprintf(err, err_size, "node '%s' (Scan): attribute num_scan_inputs must be 1..%d", node->name,
-                 node->n_inputs);
+    if (!a || a->type != ONNX_ATTR_INT || a->i < 1 || a->i > n_in) {
+        snprintf(err, err_size, "node '%s' (Scan): attribute num_scan_inputs must be 1..%d", node->name, n_in);
         return -1;
     }
+    int n_scan = (int)a->i, n_state = n_in - n_scan, n_scan_out = node->n_outputs - n_state;
     const struct onnx_graph *b = onnx_node_attr(node, "body")->g;
-    if (b->n_inputs != node->n_inputs || b->n_outputs != node->n_outputs) {
-        snprintf(err, err_size, "node '%s' (Scan): body has %d inputs and %d outputs, the node %d and %d",
-                 node->name, b->n_inputs, b->n_outputs, node->n_inputs, node->n_outputs);
+    if (b->n_inputs != n_in || b->n_outputs != node->n_outputs || n_scan_out < 0) {
+        snprintf(err, err_size, "node '%s' (Scan): body has %d inputs and %d outputs, the node %d%s and %d",
+                 node->name, b->n_inputs, b->n_outputs, n_in, lens ? " (after sequence_lens)" : "", node->n_outputs);
         return -1;
     }
+    if (lens)
+        return scan_ints(node, "directions", n_scan, 0, 1, err, err_size);
+    if (scan_ints(node, "scan_input_directions", n_scan, 0, 1, err, err_size) ||
+        scan_ints(node, "scan_output_directions", n_scan_out, 0, 1, err, err_size) ||
+        scan_ints(node, "scan_input_axes", n_scan, INT64_MIN, INT64_MAX, err, err_size) ||
+        scan_ints(node, "scan_output_axes", n_scan_out, INT64_MIN, INT64_MAX, err, err_size))
+        return -1;
     return 0;
 }
 
@@ -87,7 +120,7 @@ static int scan_parse(const struct onnx_node *node, int version, void **params, 
 
 RUNTIME_OP(op_if, "If", 1, 1, 1, OP_VARIADIC, if_parse, 1, 11, 13, 16, 19, 21, 23, 24, 25);
 RUNTIME_OP(op_loop, "Loop", 2, OP_VARIADIC, 1, OP_VARIADIC, loop_parse, 1, 11, 13, 16, 19, 21, 23, 24, 25);
-RUNTIME_OP(op_scan, "Scan", 1, OP_VARIADIC, 1, OP_VARIADIC, scan_parse, 9, 11, 16, 19, 21, 23, 24, 25);
+RUNTIME_OP(op_scan, "Scan", 1, OP_VARIADIC, 1, OP_VARIADIC, scan_parse, 8, 9, 11, 16, 19, 21, 23, 24, 25);
 RUNTIME_OP(op_sequence_empty, "SequenceEmpty", 0, 0, 1, 1, NULL, 11);
 RUNTIME_OP(op_sequence_construct, "SequenceConstruct", 1, OP_VARIADIC, 1, 1, NULL, 11);
 RUNTIME_OP(op_sequence_insert, "SequenceInsert", 2, 3, 1, 1, NULL, 11);

@@ -207,3 +207,21 @@ MAP_BODY = graph("mp", [node("MatMul", ["mp_x", "W"], "mp_m"), node("Sigmoid", [
                  [vi("mp_x", F, [2, 3])], [vi("mp_y", F, [2, 3])])
 CASES.append(case("scan_no_state", [node("Scan", ["X1"], "y", body=MAP_BODY, num_scan_inputs=1)],
                   dict(X1=SCAN_INITS["X1"], W=SCAN_INITS["W"]), ["y"]))
+
+# Scan-8, the batched form: states and scan inputs carry the batch on axis 0,
+# scan inputs their steps on axis 1; sequence_lens [4, 2] leaves the second
+# entry's last two steps unread (their gradient is zero) and pads its scan
+# outputs with zeros; the second scan input runs in reverse.
+SCAN8_BODY = graph("s8", [
+    node("MatMul", ["s8_s", "W"], "s8_m"), node("Add", ["s8_m", "s8_x1"], "s8_a"), node("Tanh", ["s8_a"], "s8_t"),
+    node("Mul", ["s8_t", "s8_x2"], "s8_sn"), node("Mul", ["s8_sn", "s8_x1"], "s8_y"),
+], [vi("s8_s", F, [3]), vi("s8_x1", F, [3]), vi("s8_x2", F, [3])], [vi("s8_sn", F, [3]), vi("s8_y", F, [3])])
+SCAN8_INITS = dict(S0=rand(2, 3), W=rand(3, 3), X1=rand(2, 4, 3), X2=rand(2, 4, 3, low=0.5, high=1.5))
+for label, lens in (("full", ""), ("lens", "lens")):
+    for out in ("state", "y"):
+        inits = dict(SCAN8_INITS, lens=np.array([4, 2], np.int64)) if lens else SCAN8_INITS
+        CASES.append(dict(name=f"scan8_{label}_{out}",
+                          model=graph_model([node("Scan", [lens, "S0", "X1", "X2"], ["s", "y"], body=SCAN8_BODY,
+                                                  num_scan_inputs=2, directions=[0, 1])],
+                                            inits, ["y", "s"] if out == "state" else ["s", "y"], opset=8),
+                          args=["--max-elems", "64"]))
