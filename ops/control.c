@@ -111,6 +111,21 @@ static int scan_parse(const struct onnx_node *node, int version, void **params, 
     return 0;
 }
 
+/* SequenceMap: the body takes and gives as many values as the node. */
+static int sequence_map_parse(const struct onnx_node *node, int version, void **params, char *err,
+                              size_t err_size)
+{
+    if (need_graph(node, "body", err, err_size))
+        return -1;
+    const struct onnx_graph *b = onnx_node_attr(node, "body")->g;
+    if (b->n_inputs != node->n_inputs || b->n_outputs != node->n_outputs) {
+        snprintf(err, err_size, "node '%s' (SequenceMap): body has %d inputs and %d outputs, the node %d and %d",
+                 node->name, b->n_inputs, b->n_outputs, node->n_inputs, node->n_outputs);
+        return -1;
+    }
+    return 0;
+}
+
 #define RUNTIME_OP(sym, op, min_i, max_i, min_o, max_o, parse_fn, ...) \
     const struct op_def sym = {                                        \
         .domain = "", .name = op, .since = { __VA_ARGS__ },            \
@@ -129,6 +144,7 @@ RUNTIME_OP(op_sequence_erase, "SequenceErase", 1, 2, 1, 1, NULL, 11);
 RUNTIME_OP(op_sequence_length, "SequenceLength", 1, 1, 1, 1, NULL, 11);
 RUNTIME_OP(op_split_to_sequence, "SplitToSequence", 1, 2, 1, 1, NULL, 11, 24);
 RUNTIME_OP(op_concat_from_sequence, "ConcatFromSequence", 1, 1, 1, 1, NULL, 11);
+RUNTIME_OP(op_sequence_map, "SequenceMap", 1, OP_VARIADIC, 1, OP_VARIADIC, sequence_map_parse, 17);
 RUNTIME_OP(op_optional, "Optional", 0, 1, 1, 1, NULL, 15, 28);
 RUNTIME_OP(op_optional_has_element, "OptionalHasElement", 0, 1, 1, 1, NULL, 15, 18, 28);
 RUNTIME_OP(op_optional_get_element, "OptionalGetElement", 1, 1, 1, 1, NULL, 15, 18, 28);

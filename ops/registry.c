@@ -251,6 +251,7 @@
     X(op_sequence_length) \
     X(op_split_to_sequence) \
     X(op_concat_from_sequence) \
+    X(op_sequence_map) \
     X(op_optional) \
     X(op_optional_has_element) \
     X(op_optional_get_element)

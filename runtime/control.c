@@ -17,6 +17,7 @@
  * Sequences and optionals are lists of values (rt_value.elems), each element
  * held once while the list lives; their operators only rearrange lists, and
  * the tensors inside move through Identity, Split and Concat calls.
+ * SequenceMap instantiates its body once per element, as Loop does.
  *
  * Reference counting: every value made here is held once by this file while
  * it is needed (rt_value_hold) and let go with rt_value_unhold.
@@ -1066,6 +1067,67 @@ static enum dtrx_status exec_concat_from_sequence(struct dtrx_session *s, struct
     return join(s, c, c->out[0], seq->elems, seq->n_elems, axis, new_axis);
 }
 
+/* SequenceMap: the body once per element of the first sequence, reading
+ * element t of every sequence input and the whole of every tensor input;
+ * output k is the sequence of the body's output k. */
+static enum dtrx_status exec_sequence_map(struct dtrx_session *s, struct rt_call *c)
+{
+    const struct onnx_node *n = c->node;
+    const struct onnx_graph *body = graph_attr(c, "body");
+    enum dtrx_status st = need_sequence(s, c, c->in[0]);
+    if (st)
+        return st;
+    int count = s->values[c->in[0]]->n_elems;
+    for (int j = 1; j < n->n_inputs; j++) {
+        const struct rt_value *v = c->in[j] >= 0 ? s->values[c->in[j]] : NULL;
+        if (!v)
+            return rt_fail(DTRX_ERR_INPUT, "node '%s' (SequenceMap): input %d is empty", c->name, j);
+        if (v->container == RT_OPTIONAL)
+            return rt_fail(DTRX_ERR_INPUT, "node '%s' (SequenceMap): input %d is an optional; expected a tensor or "
+                           "a sequence", c->name, j);
+        if (v->container == RT_SEQUENCE && v->n_elems != count)
+            return rt_fail(DTRX_ERR_INPUT, "node '%s' (SequenceMap): input %d is a sequence of %d, input 0 one of %d",
+                           c->name, j, v->n_elems, count);
+    }
+    int n_out = n->n_outputs;
+    int *inputs = calloc((size_t)n->n_inputs + 1, sizeof(int));
+    int *made = calloc((size_t)n_out * (size_t)count + 1, sizeof(int));   /* [output][element] */
+    int done = 0;
+    if (!inputs || !made)
+        st = rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+    for (; !st && done < count; done++) {
+        for (int j = 0; j < n->n_inputs; j++) {
+            const struct rt_value *v = s->values[c->in[j]];
+            inputs[j] = v->container == RT_SEQUENCE ? v->elems[done] : c->in[j];
+        }
+        char label[512];
+        snprintf(label, sizeof label, "%s/%d", c->name, done);
+        struct instance in;
+        if ((st = instance_exec(s, c, body, inputs, label, &in)))
+            break;
+        for (int k = 0; k < n_out; k++) {
+            made[(size_t)k * (size_t)count + (size_t)done] = in.out[k];   /* the instance's hold passes to us */
+            if (!st && s->values[in.out[k]]->container)
+                st = rt_fail(DTRX_ERR_INPUT, "node '%s' (SequenceMap): body output %d is a %s; expected a tensor",
+                             c->name, k, container_name(s->values[in.out[k]]->container));
+        }
+        instance_free(&in);
+        if (st) {
+            done++;
+            break;
+        }
+    }
+    for (int k = 0; !st && k < n_out; k++)
+        if (c->out[k] >= 0)
+            st = container_set(s, c->out[k], RT_SEQUENCE, count, made + (size_t)k * (size_t)count);
+    for (int k = 0; made && k < n_out; k++)
+        for (int t = 0; t < done; t++)
+            rt_value_unhold(s, made[(size_t)k * (size_t)count + (size_t)t]);
+    free(made);
+    free(inputs);
+    return st;
+}
+
 static enum dtrx_status exec_optional(struct dtrx_session *s, struct rt_call *c)
 {
     int x = c->n_in > 0 ? c->in[0] : -1;
@@ -1114,6 +1176,7 @@ static const struct {
     { "SequenceLength", exec_sequence_length },
     { "SplitToSequence", exec_split_to_sequence },
     { "ConcatFromSequence", exec_concat_from_sequence },
+    { "SequenceMap", exec_sequence_map },
     { "Optional", exec_optional },
     { "OptionalHasElement", exec_optional_has_element },
     { "OptionalGetElement", exec_optional_get_element },

@@ -9,7 +9,8 @@ Ifs. Loop: a fixed trip count, a data-dependent condition (with and without
 a trip count), two loop-carried states, a state carried unchanged, scan
 outputs, the iteration number indexing an outer sequence, an If inside the
 body. Scan: forward and reverse directions, several scan inputs and outputs,
-a non-zero scan axis, no state at all.
+a non-zero scan axis, no state at all; Scan-8's batched form with and
+without sequence_lens. SequenceMap over two sequences and a tensor.
 
 Sizes are a few elements; all float values are initializers, so gradcheck
 checks every weight, state and sequence. Data-dependent conditions are built
@@ -225,3 +226,15 @@ for label, lens in (("full", ""), ("lens", "lens")):
                                                   num_scan_inputs=2, directions=[0, 1])],
                                             inits, ["y", "s"] if out == "state" else ["s", "y"], opset=8),
                           args=["--max-elems", "64"]))
+
+# SequenceMap: the body runs once per element on the tape, so gradients reach
+# the elements of the mapped sequences and the tensor read by every element.
+SEQMAP_BODY = graph("sm", [node("MatMul", ["sm_x", "sm_w"], "sm_m"), node("Tanh", ["sm_m"], "sm_t"),
+                           node("Mul", ["sm_t", "sm_v"], "sm_y")],
+                    [vi("sm_x", F, [2, 3]), vi("sm_w", F, [3, 3]), vi("sm_v", F, [2, 3])], [vi("sm_y", F, [2, 3])])
+CASES.append(case("sequence_map_seq_tensor_seq",
+                  [node("SequenceConstruct", ["A", "B", "C"], "xs"), node("SequenceConstruct", ["VA", "VB", "VC"], "vs"),
+                   node("SequenceMap", ["xs", "W", "vs"], "ys", body=SEQMAP_BODY),
+                   node("ConcatFromSequence", ["ys"], "y", axis=0)],
+                  dict(A=rand(2, 3), B=rand(2, 3), C=rand(2, 3), W=rand(3, 3), VA=rand(2, 3), VB=rand(2, 3),
+                       VC=rand(2, 3)), ["y"]))
