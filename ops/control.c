@@ -13,7 +13,7 @@ static int need_graph(const struct onnx_node *node, const char *attr, char *err,
 {
     const struct onnx_attr *a = onnx_node_attr(node, attr);
     if (!a || a->type != ONNX_ATTR_GRAPH || !a->g) {
-        snprintf(err, err_size, "node '%s' (%s): attribute '%s' must be a graph", node->name, node->op_type, attr);
+        snprintf(err, err_size, "attribute '%s' must be a graph", attr);
         return -1;
     }
     return 0;
@@ -26,12 +26,12 @@ static int if_parse(const struct onnx_node *node, int version, void **params, ch
     const struct onnx_graph *t = onnx_node_attr(node, "then_branch")->g;
     const struct onnx_graph *e = onnx_node_attr(node, "else_branch")->g;
     if (t->n_outputs != node->n_outputs || e->n_outputs != node->n_outputs) {
-        snprintf(err, err_size, "node '%s' (If): %d outputs, but the branches produce %d and %d", node->name,
-                 node->n_outputs, t->n_outputs, e->n_outputs);
+        snprintf(err, err_size, "%d outputs, but the branches produce %d and %d", node->n_outputs, t->n_outputs,
+                 e->n_outputs);
         return -1;
     }
     if (t->n_inputs || e->n_inputs) {
-        snprintf(err, err_size, "node '%s' (If): branches take no inputs", node->name);
+        snprintf(err, err_size, "branches take no inputs");
         return -1;
     }
     return 0;
@@ -44,17 +44,16 @@ static int loop_parse(const struct onnx_node *node, int version, void **params, 
     const struct onnx_graph *b = onnx_node_attr(node, "body")->g;
     int carried = node->n_inputs - 2;
     if (carried < 0) {
-        snprintf(err, err_size, "node '%s' (Loop): needs the inputs M and cond (either may be empty)", node->name);
+        snprintf(err, err_size, "needs the inputs M and cond (either may be empty)");
         return -1;
     }
     if (b->n_inputs != carried + 2) {
-        snprintf(err, err_size, "node '%s' (Loop): body takes %d inputs, expected 2 + %d loop-carried", node->name,
-                 b->n_inputs, carried);
+        snprintf(err, err_size, "body takes %d inputs, expected 2 + %d loop-carried", b->n_inputs, carried);
         return -1;
     }
     if (b->n_outputs < carried + 1 || node->n_outputs != b->n_outputs - 1) {
-        snprintf(err, err_size, "node '%s' (Loop): body has %d outputs and the node %d; expected cond + %d "
-                 "loop-carried + scan outputs", node->name, b->n_outputs, node->n_outputs, carried);
+        snprintf(err, err_size, "body has %d outputs and the node %d; expected cond + %d loop-carried + scan outputs",
+                 b->n_outputs, node->n_outputs, carried);
         return -1;
     }
     return 0;
@@ -69,13 +68,13 @@ static int scan_ints(const struct onnx_node *node, const char *attr, int want, i
     if (!a)
         return 0;
     if (a->type != ONNX_ATTR_INTS || a->n != want) {
-        snprintf(err, err_size, "node '%s' (Scan): attribute %s must list %d ints", node->name, attr, want);
+        snprintf(err, err_size, "attribute %s must list %d ints", attr, want);
         return -1;
     }
     for (int i = 0; i < a->n; i++)
         if (a->ints[i] < lo || a->ints[i] > hi) {
-            snprintf(err, err_size, "node '%s' (Scan): %s[%d] is %lld; expected %lld..%lld", node->name, attr, i,
-                     (long long)a->ints[i], (long long)lo, (long long)hi);
+            snprintf(err, err_size, "%s[%d] is %lld; expected %lld..%lld", attr, i, (long long)a->ints[i],
+                     (long long)lo, (long long)hi);
             return -1;
         }
     return 0;
@@ -91,14 +90,14 @@ static int scan_parse(const struct onnx_node *node, int version, void **params, 
     int n_in = node->n_inputs - lens;
     const struct onnx_attr *a = onnx_node_attr(node, "num_scan_inputs");
     if (!a || a->type != ONNX_ATTR_INT || a->i < 1 || a->i > n_in) {
-        snprintf(err, err_size, "node '%s' (Scan): attribute num_scan_inputs must be 1..%d", node->name, n_in);
+        snprintf(err, err_size, "attribute num_scan_inputs must be 1..%d", n_in);
         return -1;
     }
     int n_scan = (int)a->i, n_state = n_in - n_scan, n_scan_out = node->n_outputs - n_state;
     const struct onnx_graph *b = onnx_node_attr(node, "body")->g;
     if (b->n_inputs != n_in || b->n_outputs != node->n_outputs || n_scan_out < 0) {
-        snprintf(err, err_size, "node '%s' (Scan): body has %d inputs and %d outputs, the node %d%s and %d",
-                 node->name, b->n_inputs, b->n_outputs, n_in, lens ? " (after sequence_lens)" : "", node->n_outputs);
+        snprintf(err, err_size, "body has %d inputs and %d outputs, the node %d%s and %d",
+                 b->n_inputs, b->n_outputs, n_in, lens ? " (after sequence_lens)" : "", node->n_outputs);
         return -1;
     }
     if (lens)
@@ -119,8 +118,8 @@ static int sequence_map_parse(const struct onnx_node *node, int version, void **
         return -1;
     const struct onnx_graph *b = onnx_node_attr(node, "body")->g;
     if (b->n_inputs != node->n_inputs || b->n_outputs != node->n_outputs) {
-        snprintf(err, err_size, "node '%s' (SequenceMap): body has %d inputs and %d outputs, the node %d and %d",
-                 node->name, b->n_inputs, b->n_outputs, node->n_inputs, node->n_outputs);
+        snprintf(err, err_size, "body has %d inputs and %d outputs, the node %d and %d",
+                 b->n_inputs, b->n_outputs, node->n_inputs, node->n_outputs);
         return -1;
     }
     return 0;

@@ -239,6 +239,10 @@
     X(op_sgd_update) \
     X(op_momentum_update) \
     X(op_adam_update) \
+    /* inference-time optimizer steps (domain ai.onnx.preview.training) */ \
+    X(op_preview_adam) \
+    X(op_preview_adagrad) \
+    X(op_preview_momentum) \
     /* executed by the runtime: control flow, sequences, optionals */ \
     X(op_if) \
     X(op_loop) \
