@@ -174,6 +174,7 @@
     X(op_arg_min) \
     X(op_topk) \
     X(op_onehot) \
+    X(op_tfidf_vectorizer) \
     /* recurrent and losses */ \
     X(op_lstm) \
     X(op_gru) \
