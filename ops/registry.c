@@ -168,6 +168,8 @@
     X(op_pad) \
     X(op_resize) \
     X(op_dropout) \
+    X(op_bernoulli) \
+    X(op_random_uniform_like) \
     X(op_cumsum) \
     X(op_trilu) \
     X(op_arg_max) \
