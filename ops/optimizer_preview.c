@@ -18,7 +18,8 @@
  * update float32 parameters in place with PyTorch's conventions (Adam's
  * bias correction on sqrt(v), no T = 0 rule, no beta on the gradient), while
  * these are pure functions with ONNX's. They are inference-time operators:
- * no gradient, and no CUDA kernel (--device cuda refuses them by name). */
+ * no gradient, and no CUDA kernel of their own: on --device
+ * cuda they run on host copies (op_host_bridge). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,7 +262,7 @@ static struct op_cost preview_cost(const struct op_call *c)
         .domain = "ai.onnx.preview.training", .name = opname, .since = { 1 },                                   \
         .min_in = 2 + (per), .max_in = OP_VARIADIC, .min_out = (per) - 1, .max_out = OP_VARIADIC,               \
         .parse = parse_fn, .params_free = free, .infer = preview_infer, .cost = preview_cost,                   \
-        .kernel = { [BACKEND_CPU] = preview_cpu },                                                              \
+        .kernel = { [BACKEND_CPU] = preview_cpu, [BACKEND_CUDA] = op_host_bridge },                             \
     };
 
 PREVIEW_OP(op_preview_adam, "Adam", 4, adam_parse)

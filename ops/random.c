@@ -16,7 +16,8 @@
  * ranges and determinism are checked by tests/rare_ops_check.py.
  *
  * Neither has a gradient (a draw, and a tensor that depends only on x's
- * shape) nor a CUDA kernel (--device cuda refuses them by name). */
+ * shape) nor a CUDA kernel of their own: on --device
+ * cuda they run on host copies (op_host_bridge). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -232,12 +233,12 @@ const struct op_def op_bernoulli = {
     .domain = "", .name = "Bernoulli", .since = { 15, 22 },
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .parse = bernoulli_parse, .params_free = free, .infer = random_infer, .cost = random_cost,
-    .kernel = { [BACKEND_CPU] = bernoulli_cpu },
+    .kernel = { [BACKEND_CPU] = bernoulli_cpu, [BACKEND_CUDA] = op_host_bridge },
 };
 
 const struct op_def op_random_uniform_like = {
     .domain = "", .name = "RandomUniformLike", .since = { 1, 22 },
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .parse = uniform_like_parse, .params_free = free, .infer = random_infer, .cost = random_cost,
-    .kernel = { [BACKEND_CPU] = uniform_like_cpu },
+    .kernel = { [BACKEND_CPU] = uniform_like_cpu, [BACKEND_CUDA] = op_host_bridge },
 };

@@ -17,7 +17,8 @@
  * Each length's pool n-grams are sorted once at parse time, so a row's
  * candidate n-gram is found by binary search. String tokens (pool_strings)
  * are out of scope: dtrexec has no string tensors. No gradient (integer
- * inputs) and no CUDA kernel (--device cuda refuses it by name). */
+ * inputs) and no CUDA kernel of its own: on --device cuda it
+ * runs on host copies (op_host_bridge). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -295,5 +296,5 @@ const struct op_def op_tfidf_vectorizer = {
     .domain = "", .name = "TfIdfVectorizer", .since = { 9 },
     .min_in = 1, .max_in = 1, .min_out = 1, .max_out = 1,
     .parse = tfidf_parse, .params_free = tfidf_free, .infer = tfidf_infer, .cost = tfidf_cost,
-    .kernel = { [BACKEND_CPU] = tfidf_cpu },
+    .kernel = { [BACKEND_CPU] = tfidf_cpu, [BACKEND_CUDA] = op_host_bridge },
 };
