@@ -59,32 +59,18 @@ static int dropout_infer(struct op_call *c)
     return 0;
 }
 
-static inline uint64_t dropout_mix(uint64_t z)
-{
-    z += 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [0, 1) with 53 random bits, for element i under `key`. */
-static inline double dropout_uniform(uint64_t key, int64_t i)
-{
-    return (double)(dropout_mix(key ^ dropout_mix((uint64_t)i)) >> 11) * 0x1.0p-53;
-}
-
 /* The generator key of a call: env->seed mixed with the node's seed, or
  * with a hash of the node's name (FNV-1a) when it has no seed. */
 uint64_t ew_dropout_key(const struct op_call *c)
 {
     const struct dropout_params *p = c->params;
-    uint64_t key = dropout_mix(c->env ? c->env->seed : 0);
+    uint64_t key = ew_rand_mix(c->env ? c->env->seed : 0);
     if (p->has_seed)
-        return dropout_mix(key ^ (uint64_t)p->seed);
+        return ew_rand_mix(key ^ (uint64_t)p->seed);
     uint64_t h = 0xcbf29ce484222325ull;
     for (const char *s = c->node_name ? c->node_name : ""; *s; s++)
         h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return dropout_mix(key ^ h);
+    return ew_rand_mix(key ^ h);
 }
 
 /* Ratio and training flag of this call; -1 after op_error(). */
@@ -156,7 +142,7 @@ static int dropout_cpu(struct op_call *c)
     int par = n > 65536;
     #pragma omp parallel for schedule(static) if(par)
     for (int64_t i = 0; i < n; i++) {
-        int keep = ratio < 1 && dropout_uniform(key, i) >= ratio;
+        int keep = ratio < 1 && ew_rand_uniform(key, i) >= ratio;
         if (x->dtype == ONNX_DTYPE_FLOAT)
             ((float *)y->data)[i] = keep ? (float)(((const float *)x->data)[i] * scale) : 0.0f;
         else
@@ -247,7 +233,7 @@ static int dropout_grad_cpu(struct op_call *c)
     int par = n > 65536;
     #pragma omp parallel for schedule(static) if(par)
     for (int64_t i = 0; i < n; i++) {
-        int keep = ratio < 1 && dropout_uniform(p->key, i) >= ratio;
+        int keep = ratio < 1 && ew_rand_uniform(p->key, i) >= ratio;
         if (dy->dtype == ONNX_DTYPE_FLOAT)
             ((float *)dx->data)[i] = keep ? (float)(((const float *)dy->data)[i] * scale) : 0.0f;
         else

@@ -483,6 +483,23 @@ struct op_cost ew_cost_scaled(const struct op_call *c, double flops_per_elem);
  * axis of input 0, *noop = 1 for an identity; 0, or -1 with op_error. */
 int ew_reduce_mask(const struct op_call *c, int *mask, int *noop);
 
+/* The counter-based generator of Dropout, Bernoulli and RandomUniformLike
+ * (splitmix64's finalizer): draw i under `key` is a pure function of the
+ * two, so a recomputation reproduces it in any thread schedule. */
+static inline uint64_t ew_rand_mix(uint64_t z)
+{
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [0, 1) with 53 random bits, for element i under `key`. */
+static inline double ew_rand_uniform(uint64_t key, int64_t i)
+{
+    return (double)(ew_rand_mix(key ^ ew_rand_mix((uint64_t)i)) >> 11) * 0x1.0p-53;
+}
+
 /* Dropout's mask generator (ops/dropout.c), which every backend shares so
  * that their masks agree bit for bit: the key of a call (env->seed mixed with
  * the node's seed, or with a hash of its name), and the call's ratio and

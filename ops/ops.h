@@ -205,6 +205,11 @@ const struct op_def *op_registry_find(const char *domain, const char *name,
 /* Iterates over the registry: returns NULL past the end. */
 const struct op_def *op_registry_at(int index);
 
+/* A device kernel that runs def->kernel[BACKEND_CPU] on host copies of the
+ * inputs and copies the outputs back through env->backend (host_bridge.c),
+ * for rare operators without a kernel of their own on the device. */
+int op_host_bridge(struct op_call *c);
+
 /* Bytes of the weight cache (input 8) a dtrexec:FusedConv call over weights
  * of shape `w` with `group` groups can fill (fused_conv.c); 0 if none fits. */
 size_t op_fused_conv_cache_bytes(const struct tensor *w, int64_t group);

@@ -250,6 +250,21 @@ struct optimizer_params {
     int64_t step;
 };
 
+/* ops/random.c: Bernoulli, RandomUniformLike */
+struct random_params {
+    int dtype;                     /* 0: the input's */
+    int has_seed;
+    double seed;
+    double low, high;              /* RandomUniformLike */
+};
+
+/* ops/optimizer_preview.c: Adam, Adagrad, Momentum of ai.onnx.preview.training */
+struct preview_optimizer_params {
+    int n_tensors;                 /* tensors optimized by one call */
+    float alpha, beta, epsilon, norm_coefficient, norm_coefficient_post, decay_factor;
+    int nesterov;                  /* Momentum's mode */
+};
+
 /* ops/logical.c: And, Or, Xor opset 1 (legacy broadcasting of B into A) */
 struct logical_params {
     int broadcast;

@@ -201,12 +201,15 @@
     X(op_pad) \
     X(op_resize) \
     X(op_dropout) \
+    X(op_bernoulli) \
+    X(op_random_uniform_like) \
     X(op_cumsum) \
     X(op_trilu) \
     X(op_arg_max) \
     X(op_arg_min) \
     X(op_topk) \
     X(op_onehot) \
+    X(op_tfidf_vectorizer) \
     /* recurrent and losses */ \
     X(op_lstm) \
     X(op_gru) \
@@ -277,6 +280,10 @@
     X(op_sgd_update) \
     X(op_momentum_update) \
     X(op_adam_update) \
+    /* inference-time optimizer steps (domain ai.onnx.preview.training) */ \
+    X(op_preview_adam) \
+    X(op_preview_adagrad) \
+    X(op_preview_momentum) \
     /* executed by the runtime: control flow, sequences, optionals */ \
     X(op_if) \
     X(op_flex_attention) \
@@ -290,6 +297,7 @@
     X(op_sequence_length) \
     X(op_split_to_sequence) \
     X(op_concat_from_sequence) \
+    X(op_sequence_map) \
     X(op_optional) \
     X(op_optional_has_element) \
     X(op_optional_get_element)

@@ -120,6 +120,16 @@ static enum dtrx_status load_subgraph_initializers(struct dtrx_session *s, const
     return DTRX_OK;
 }
 
+/* "2..3", or "at least 2" for a variadic maximum, into buf. */
+static const char *arity_text(char *buf, size_t size, int min, int max)
+{
+    if (max == OP_VARIADIC)
+        snprintf(buf, size, "at least %d", min);
+    else
+        snprintf(buf, size, "%d..%d", min, max);
+    return buf;
+}
+
 enum dtrx_status rt_call_build(struct dtrx_session *s, struct rt_scope *scope, const struct onnx_node *n,
                                struct rt_call *c, int dynamic)
 {
@@ -132,12 +142,13 @@ enum dtrx_status rt_call_build(struct dtrx_session *s, struct rt_scope *scope, c
         return rt_fail(DTRX_ERR_INPUT, "node '%s': unsupported operator %s (domain %s, opset %lld)",
                        n->name, n->op_type, domain_shown, (long long)opset);
     const struct op_def *d = c->def;
+    char want[64];
     if (n->n_inputs < d->min_in || (d->max_in != OP_VARIADIC && n->n_inputs > d->max_in))
-        return rt_fail(DTRX_ERR_INPUT, "node '%s' (%s): %d inputs, expected %d..%d", n->name,
-                       n->op_type, n->n_inputs, d->min_in, d->max_in);
+        return rt_fail(DTRX_ERR_INPUT, "node '%s' (%s): %d inputs, expected %s", n->name, n->op_type, n->n_inputs,
+                       arity_text(want, sizeof want, d->min_in, d->max_in));
     if (n->n_outputs < d->min_out || (d->max_out != OP_VARIADIC && n->n_outputs > d->max_out))
-        return rt_fail(DTRX_ERR_INPUT, "node '%s' (%s): %d outputs, expected %d..%d", n->name,
-                       n->op_type, n->n_outputs, d->min_out, d->max_out);
+        return rt_fail(DTRX_ERR_INPUT, "node '%s' (%s): %d outputs, expected %s", n->name, n->op_type, n->n_outputs,
+                       arity_text(want, sizeof want, d->min_out, d->max_out));
     if (d->parse) {
         char err[512] = "";
         if (d->parse(n, c->version, &c->params, err, sizeof err))

@@ -9,7 +9,8 @@ Ifs. Loop: a fixed trip count, a data-dependent condition (with and without
 a trip count), two loop-carried states, a state carried unchanged, scan
 outputs, the iteration number indexing an outer sequence, an If inside the
 body. Scan: forward and reverse directions, several scan inputs and outputs,
-a non-zero scan axis, no state at all.
+a non-zero scan axis, no state at all; Scan-8's batched form with and
+without sequence_lens. SequenceMap over two sequences and a tensor.
 
 Sizes are a few elements; all float values are initializers, so gradcheck
 checks every weight, state and sequence. Data-dependent conditions are built
@@ -207,3 +208,33 @@ MAP_BODY = graph("mp", [node("MatMul", ["mp_x", "W"], "mp_m"), node("Sigmoid", [
                  [vi("mp_x", F, [2, 3])], [vi("mp_y", F, [2, 3])])
 CASES.append(case("scan_no_state", [node("Scan", ["X1"], "y", body=MAP_BODY, num_scan_inputs=1)],
                   dict(X1=SCAN_INITS["X1"], W=SCAN_INITS["W"]), ["y"]))
+
+# Scan-8, the batched form: states and scan inputs carry the batch on axis 0,
+# scan inputs their steps on axis 1; sequence_lens [4, 2] leaves the second
+# entry's last two steps unread (their gradient is zero) and pads its scan
+# outputs with zeros; the second scan input runs in reverse.
+SCAN8_BODY = graph("s8", [
+    node("MatMul", ["s8_s", "W"], "s8_m"), node("Add", ["s8_m", "s8_x1"], "s8_a"), node("Tanh", ["s8_a"], "s8_t"),
+    node("Mul", ["s8_t", "s8_x2"], "s8_sn"), node("Mul", ["s8_sn", "s8_x1"], "s8_y"),
+], [vi("s8_s", F, [3]), vi("s8_x1", F, [3]), vi("s8_x2", F, [3])], [vi("s8_sn", F, [3]), vi("s8_y", F, [3])])
+SCAN8_INITS = dict(S0=rand(2, 3), W=rand(3, 3), X1=rand(2, 4, 3), X2=rand(2, 4, 3, low=0.5, high=1.5))
+for label, lens in (("full", ""), ("lens", "lens")):
+    for out in ("state", "y"):
+        inits = dict(SCAN8_INITS, lens=np.array([4, 2], np.int64)) if lens else SCAN8_INITS
+        CASES.append(dict(name=f"scan8_{label}_{out}",
+                          model=graph_model([node("Scan", [lens, "S0", "X1", "X2"], ["s", "y"], body=SCAN8_BODY,
+                                                  num_scan_inputs=2, directions=[0, 1])],
+                                            inits, ["y", "s"] if out == "state" else ["s", "y"], opset=8),
+                          args=["--max-elems", "64"]))
+
+# SequenceMap: the body runs once per element on the tape, so gradients reach
+# the elements of the mapped sequences and the tensor read by every element.
+SEQMAP_BODY = graph("sm", [node("MatMul", ["sm_x", "sm_w"], "sm_m"), node("Tanh", ["sm_m"], "sm_t"),
+                           node("Mul", ["sm_t", "sm_v"], "sm_y")],
+                    [vi("sm_x", F, [2, 3]), vi("sm_w", F, [3, 3]), vi("sm_v", F, [2, 3])], [vi("sm_y", F, [2, 3])])
+CASES.append(case("sequence_map_seq_tensor_seq",
+                  [node("SequenceConstruct", ["A", "B", "C"], "xs"), node("SequenceConstruct", ["VA", "VB", "VC"], "vs"),
+                   node("SequenceMap", ["xs", "W", "vs"], "ys", body=SEQMAP_BODY),
+                   node("ConcatFromSequence", ["ys"], "y", axis=0)],
+                  dict(A=rand(2, 3), B=rand(2, 3), C=rand(2, 3), W=rand(3, 3), VA=rand(2, 3), VB=rand(2, 3),
+                       VC=rand(2, 3)), ["y"]))
