@@ -1,4 +1,5 @@
-/* ops/gemm.c — Gemm (opset 7, 9, 11, 13) and MatMul (opset 1, 9, 13), float32.
+/* ops/gemm.c — Gemm (opset 7, 9, 11, 13) and MatMul (opset 1, 9, 13), float32
+ * (MatMul and MatMulTrans also float64, through OpenBLAS's cblas_dgemm).
  *
  * Gemm: Y = alpha * op(A) op(B) + beta * C, C unidirectionally broadcast to
  * [M, N] (Gemm-7 made C optional in practice from 11; it is optional here at
@@ -167,8 +168,8 @@ struct matmul_shape {
 static int matmul_shape_get(const struct op_call *c, int trans_a, int trans_b, struct matmul_shape *s)
 {
     const struct tensor *a = c->in[0], *b = c->in[1];
-    if (a->dtype != ONNX_DTYPE_FLOAT || b->dtype != ONNX_DTYPE_FLOAT)
-        return op_error(c, "only float32 is supported, got %s and %s",
+    if (a->dtype != b->dtype || (a->dtype != ONNX_DTYPE_FLOAT && a->dtype != ONNX_DTYPE_DOUBLE))
+        return op_error(c, "only float32 and float64 (both operands the same) are supported, got %s and %s",
                         onnx_dtype_name(a->dtype), onnx_dtype_name(b->dtype));
     int min_rank = trans_a || trans_b ? 2 : 1;
     if (a->rank < min_rank || b->rank < min_rank)
@@ -205,7 +206,7 @@ static int matmul_infer(struct op_call *c)
     if (matmul_shape_get(c, 0, 0, &s))
         return -1;
     struct tensor *y = c->out[0];
-    y->dtype = ONNX_DTYPE_FLOAT;
+    y->dtype = c->in[0]->dtype;
     y->rank = s.batch.rank;
     memcpy(y->dims, s.batch.dims, sizeof(int64_t) * s.batch.rank);
     if (c->in[0]->rank != 1)
@@ -228,8 +229,39 @@ static struct op_cost matmul_cost(const struct op_call *c)
     return cost;
 }
 
+/* float64: one cblas_dgemm per product, in batch order. */
+static int matmul_run_double(struct op_call *c, const struct matmul_shape *s)
+{
+    const double *a = c->in[0]->data, *b = c->in[1]->data;
+    double *y = c->out[0]->data;
+    int64_t batches = tensor_numel(&s->batch), mn = s->m * s->n;
+    int64_t lda = s->trans_a ? s->m : s->k, ldb = s->trans_b ? s->k : s->n;
+    for (int64_t bi = 0; bi < batches; bi++) {
+        int64_t rem = bi, aoff = 0, boff = 0;
+        for (int i = s->batch.rank - 1; i >= 0; i--) {
+            int64_t idx = rem % s->batch.dims[i];
+            rem /= s->batch.dims[i];
+            aoff += idx * s->a_strides[i];
+            boff += idx * s->b_strides[i];
+        }
+        if (mn == 0)
+            continue;
+        if (s->k == 0) {
+            memset(y + bi * mn, 0, sizeof(double) * (size_t)mn);
+            continue;
+        }
+        cblas_dgemm(CblasRowMajor, s->trans_a ? CblasTrans : CblasNoTrans,
+                    s->trans_b ? CblasTrans : CblasNoTrans, (blasint)s->m, (blasint)s->n, (blasint)s->k, 1.0,
+                    a + aoff * s->m * s->k, (blasint)lda, b + boff * s->k * s->n, (blasint)ldb, 0.0,
+                    y + bi * mn, (blasint)s->n);
+    }
+    return 0;
+}
+
 static int matmul_run(struct op_call *c, const struct matmul_shape *s)
 {
+    if (c->in[0]->dtype == ONNX_DTYPE_DOUBLE)
+        return matmul_run_double(c, s);
     const float *a = c->in[0]->data, *b = c->in[1]->data;
     float *y = c->out[0]->data;
     int64_t batches = tensor_numel(&s->batch);
@@ -310,7 +342,7 @@ static int matmul_trans_infer(struct op_call *c)
     if (s.batch.rank + 2 > TENSOR_MAX_RANK)
         return op_error(c, "result rank %d exceeds %d", s.batch.rank + 2, TENSOR_MAX_RANK);
     struct tensor *y = c->out[0];
-    y->dtype = ONNX_DTYPE_FLOAT;
+    y->dtype = c->in[0]->dtype;
     y->rank = s.batch.rank + 2;
     memcpy(y->dims, s.batch.dims, sizeof(int64_t) * s.batch.rank);
     y->dims[s.batch.rank] = s.m;

@@ -101,6 +101,9 @@ for name, sa, sb in (
         ("batch_bcast", (2, 1, 3, 4), (3, 4, 2)),
         ("batch_bcast_both", (1, 3, 2, 4), (2, 1, 4, 3))):
     case("matmul_" + name, single_op("MatMul", [("a", rand(*sa)), ("b", rand(*sb))]))
+for name, sa, sb in (("2d", (3, 4), (4, 5)), ("1d_2d", (4,), (4, 3)), ("batch_bcast", (2, 1, 3, 4), (3, 4, 2))):
+    case("matmul_f64_" + name, single_op("MatMul", [("a", rand(*sa, dtype=np.float64)),
+                                                    ("b", rand(*sb, dtype=np.float64))]))
 
 # ---- MaxPool, AveragePool, GlobalAveragePool -------------------------------------
 def pool(op, name, x, opset=17, **attrs):
