@@ -107,9 +107,9 @@ int sim_program_load_graph(const char *path, struct sim_program *p, char *err, s
             goto out;
         }
         if (num_field(o, k_cost, &cost, 1) || num_field(o, k_bytes, &bytes, 1) || num_field(o, k_param, &param, 0) ||
-            !(cost >= 0) || !(bytes >= 0) || !(param >= 0)) {
-            snprintf(err, err_size, "%s: node %lld needs non-negative \"%s\" and \"%s\"", path,
-                     (long long)nodes[i].id, k_cost, k_bytes);
+            !(cost >= 0) || !(bytes >= 0) || !(param >= 0) || !isfinite(cost) || bytes > 9e18 || param > 9e18) {
+            snprintf(err, err_size, "%s: node %lld needs finite non-negative \"%s\" and \"%s\" (sizes up to 9e18 bytes)",
+                     path, (long long)nodes[i].id, k_cost, k_bytes);
             goto out;
         }
         nodes[i].cost = cost;

@@ -208,7 +208,8 @@ static int64_t lookup(const struct raw_node *by_id, uint32_t n, int64_t id)
         else
             hi = mid;
     }
-    return lo < n && by_id[lo].id == id ? by_id[lo].file_pos : -1;
+    /* the cast keeps -1 negative: the ternary's common type is uint32_t */
+    return lo < n && by_id[lo].id == id ? (int64_t)by_id[lo].file_pos : -1;
 }
 
 static int cmp64(const void *a, const void *b)
@@ -277,17 +278,17 @@ int plan_graph_load(const char *path, struct plan_graph *g, char *err, size_t er
         }
         const struct json_value *jp = json_get(o, k_param);
         if (json_as_double(json_get(o, k_cost), &cost) || json_as_double(json_get(o, k_bytes), &bytes) ||
-            (jp && json_as_double(jp, &param)) || !(cost >= 0) || !(bytes >= 0) || !(param >= 0) || bytes > 1.8e19 ||
-            param > 1.8e19) {
-            snprintf(err, err_size, "%s: node %lld needs non-negative \"%s\" and \"%s\"", path, (long long)id, k_cost,
-                     k_bytes);
+            (jp && json_as_double(jp, &param)) || !(cost >= 0) || !(bytes >= 0) || !(param >= 0) || !isfinite(cost) ||
+            bytes > 9e18 || param > 9e18) {
+            snprintf(err, err_size, "%s: node %lld needs finite non-negative \"%s\" and \"%s\" (sizes up to 9e18 bytes)",
+                     path, (long long)id, k_cost, k_bytes);
             goto out;
         }
         /* dtrexec export's kernel workspace and kept bytes (runtime/export.c) */
         double ws = 0, kept = 0;
         const struct json_value *jw = json_get(o, "workspace_ram"), *jk = json_get(o, "kept_ram");
-        if ((jw && (json_as_double(jw, &ws) || !(ws >= 0) || ws > 1.8e19)) ||
-            (jk && (json_as_double(jk, &kept) || !(kept >= 0) || kept > 1.8e19))) {
+        if ((jw && (json_as_double(jw, &ws) || !(ws >= 0) || ws > 9e18)) ||
+            (jk && (json_as_double(jk, &kept) || !(kept >= 0) || kept > 9e18))) {
             snprintf(err, err_size, "%s: node %lld: \"workspace_ram\" and \"kept_ram\" must be non-negative numbers",
                      path, (long long)id);
             goto out;

@@ -25,8 +25,20 @@ int cmd_gradcheck(int argc, char **argv); /* dtrexec gradcheck MODEL.onnx: backw
 int cmd_params(int argc, char **argv); /* dtrexec params MODEL.onnx: which initializers train, and why */
 
 /* Parses "4GB", "512MiB", "1000" into bytes; "0.5x" sets *ratio instead
- * (bytes 0). Returns 0, or -1 when the text is not a size. */
+ * (bytes 0). Returns 0, or -1 when the text is not a size or is out of the
+ * range below (finite: no inf, NaN or a count past what size_t holds). */
+#define CLI_SIZE_MAX 4611686018427387904.0 /* 2^62 bytes (4 EiB) */
+#define CLI_RATIO_MIN 1e-6
+#define CLI_RATIO_MAX 1e3
+#define CLI_SIZE_RANGE "a size from 1 byte to 2^62 bytes (4GB, 512MiB, 1000000) or a ratio from 1e-06x to 1000x"
+/* The thread counts accepted by --threads. */
+#define CLI_THREADS_MAX 1024
 int cli_parse_size(const char *text, double *bytes, double *ratio);
+/* Strict number parsing for options: the whole text, finite, within
+ * [min, max]; otherwise prints "CMD: OPT expects ... from MIN to MAX, got
+ * 'TEXT'" on stderr and returns -1. */
+int cli_parse_number(const char *cmd, const char *opt, const char *text, double min, double max, double *out);
+int cli_parse_int(const char *cmd, const char *opt, const char *text, long long min, long long max, long long *out);
 /* Appends `pattern` to the comma-separated list *list (heap, grown); -1 out of memory. */
 int cli_patterns_add(char **list, const char *pattern);
 struct dtrx_param_info;

@@ -302,11 +302,13 @@ int cmd_check(int argc, char **argv)
     struct check_opts o = { .rtol = 1e-3, .atol = 1e-7, .device = "cpu" };
     int n_dirs = 0, failed = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--rtol") && i + 1 < argc)
-            o.rtol = atof(argv[++i]);
-        else if (!strcmp(argv[i], "--atol") && i + 1 < argc)
-            o.atol = atof(argv[++i]);
-        else if (!strcmp(argv[i], "--device") && i + 1 < argc)
+        if (!strcmp(argv[i], "--rtol") && i + 1 < argc) {
+            if (cli_parse_number("dtrexec check", "--rtol", argv[++i], 0, 1e6, &o.rtol))
+                return CLI_EXIT_USAGE;
+        } else if (!strcmp(argv[i], "--atol") && i + 1 < argc) {
+            if (cli_parse_number("dtrexec check", "--atol", argv[++i], 0, 1e6, &o.atol))
+                return CLI_EXIT_USAGE;
+        } else if (!strcmp(argv[i], "--device") && i + 1 < argc)
             o.device = argv[++i];
         else if (!strcmp(argv[i], "--quiet"))
             o.quiet = 1;

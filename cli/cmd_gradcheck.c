@@ -6,6 +6,7 @@
  * host, for every float initializer and input (a sample of elements each).
  * A tensor the backward pass gives no gradient counts as a zero gradient, so
  * an emitter that forgets an input fails wherever the loss depends on it. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,14 +131,21 @@ int cmd_gradcheck(int argc, char **argv)
     const char *model = NULL;
     for (int i = 1; i < argc; i++) {
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(argv[i], "--eps") && val)
-            o.eps = atof(argv[++i]);
-        else if (!strcmp(argv[i], "--rtol") && val)
-            o.rtol = atof(argv[++i]);
-        else if (!strcmp(argv[i], "--atol") && val)
-            o.atol = atof(argv[++i]);
-        else if (!strcmp(argv[i], "--max-elems") && val)
-            o.max_elems = atoi(argv[++i]);
+        long long n;
+        if (!strcmp(argv[i], "--eps") && val) {
+            if (cli_parse_number("dtrexec gradcheck", "--eps", argv[++i], 1e-12, 1, &o.eps))
+                return CLI_EXIT_USAGE;
+        } else if (!strcmp(argv[i], "--rtol") && val) {
+            if (cli_parse_number("dtrexec gradcheck", "--rtol", argv[++i], 0, 1e6, &o.rtol))
+                return CLI_EXIT_USAGE;
+        } else if (!strcmp(argv[i], "--atol") && val) {
+            if (cli_parse_number("dtrexec gradcheck", "--atol", argv[++i], 0, 1e6, &o.atol))
+                return CLI_EXIT_USAGE;
+        } else if (!strcmp(argv[i], "--max-elems") && val) {
+            if (cli_parse_int("dtrexec gradcheck", "--max-elems", argv[++i], 1, INT_MAX, &n))
+                return CLI_EXIT_USAGE;
+            o.max_elems = (int)n;
+        }
         else if (!strcmp(argv[i], "--seed") && val)
             o.seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--no-grad") && val)

@@ -1,5 +1,6 @@
 /* cli/cmd_plan.c — `dtrexec plan GRAPH --solver S --budget B -o SCHEDULE.json`:
  * a static checkpointing schedule of a graph (bench/planners.c, milp.c). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,13 +97,16 @@ int cmd_plan(int argc, char **argv)
         } else if (!strcmp(a, "--time-limit") && v) {
             char *end;
             o.time_limit_s = strtod(v, &end);
-            if (end == v || *end || !(o.time_limit_s >= 0)) {
-                fprintf(stderr, "dtrexec plan: --time-limit '%s' is not a number of seconds\n", v);
+            if (end == v || *end || !(o.time_limit_s >= 0) || !(o.time_limit_s <= 1e7)) {
+                fprintf(stderr, "dtrexec plan: --time-limit '%s' is not a number of seconds from 0 to 1e7\n", v);
                 return CLI_EXIT_USAGE;
             }
             i++;
         } else if (!strcmp(a, "--threads") && v) {
-            o.threads = atoi(v);
+            long long n;
+            if (cli_parse_int("dtrexec plan", "--threads", v, 1, CLI_THREADS_MAX, &n))
+                return CLI_EXIT_USAGE;
+            o.threads = (int)n;
             i++;
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "dtrexec plan: unknown option or missing value: %s\n", a);
@@ -149,14 +153,21 @@ int cmd_plan(int argc, char **argv)
     if (budget_text) {
         double ratio;
         if (cli_sim_parse_budget(budget_text, &ratio, &budget)) {
-            fprintf(stderr, "dtrexec plan: --budget '%s' is neither a size nor a ratio\n", budget_text);
+            fprintf(stderr, "dtrexec plan: --budget '%s' is not " CLI_SIZE_RANGE " (or a bare ratio below 16)\n",
+                    budget_text);
             plan_graph_free(&g);
             return CLI_EXIT_USAGE;
         }
-        if (ratio > 0)
-            budget = (uint64_t)((double)base.peak_bytes * ratio);
-        if (!budget)
-            budget = 1;
+        if (ratio > 0) {
+            double b = floor((double)base.peak_bytes * ratio);
+            if (!(b >= 1) || b > CLI_SIZE_MAX) {
+                fprintf(stderr, "dtrexec plan: --budget %s of checkpoint-all's peak %llu bytes is %.17g bytes, outside "
+                                "1 byte to 2^62 bytes\n", budget_text, (unsigned long long)base.peak_bytes, b);
+                plan_graph_free(&g);
+                return CLI_EXIT_USAGE;
+            }
+            budget = (uint64_t)b;
+        }
     }
     struct schedule start;
     schedule_init(&start);

@@ -2,6 +2,7 @@
  * with --repeat), inputs from files or seeded random data, outputs written
  * as TensorProto files, statistics as JSON. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,12 +69,14 @@ static int parse_choice(const char *opt, const char *val, const char *const *nam
     return -1;
 }
 
-static int parse_float(const char *opt, const char *text, float *out)
+/* A finite number within [min, max] that float holds (1e39 is refused, not
+ * rounded to infinity). */
+static int parse_float(const char *opt, const char *text, double min, double max, float *out)
 {
     char *end = NULL;
     double v = strtod(text, &end);
-    if (end == text || *end || !isfinite(v)) {
-        fprintf(stderr, "dtrexec: %s expects a number, got '%s'\n", opt, text);
+    if (end == text || *end || !isfinite(v) || v < min || v > max || !isfinite((float)v)) {
+        fprintf(stderr, "dtrexec: %s expects a finite number from %g to %g, got '%s'\n", opt, min, max, text);
         return -1;
     }
     *out = (float)v;
@@ -108,17 +111,26 @@ static void run_usage(FILE *f)
             "  4 training diverged (a non-finite loss: the message names the step and the first non-finite call)\n");
 }
 
-static int parse_count(const char *opt, const char *text, long long min, long long *out)
+static int parse_count_in(const char *opt, const char *text, long long min, long long max, long long *out)
 {
     char *end = NULL;
     errno = 0;
     long long v = strtoll(text, &end, 10);
-    if (errno || end == text || *end || v < min) {
-        fprintf(stderr, "dtrexec: %s expects an integer >= %lld, got '%s'\n", opt, min, text);
+    if (errno || end == text || *end || v < min || v > max) {
+        fprintf(stderr, "dtrexec: %s expects an integer from %lld to %lld, got '%s'\n", opt, min, max, text);
         return -1;
     }
     *out = v;
     return 0;
+}
+
+/* --dim's largest value: 2^62, so that hi - lo + 1 and the element counts
+ * the runtime checks stay within int64 */
+#define DIM_MAX (1LL << 62)
+
+static int parse_count(const char *opt, const char *text, long long min, long long *out)
+{
+    return parse_count_in(opt, text, min, INT_MAX, out);
 }
 
 static int parse_run_args(int argc, char **argv, struct run_args *a)
@@ -204,7 +216,8 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
             long long hi = 0;
             char lo_text[64];
             snprintf(lo_text, sizeof lo_text, "%.*s", colon ? (int)(colon - eq - 1) : 63, eq + 1);
-            if (parse_count("--dim", lo_text, 1, &n) || (colon && parse_count("--dim", colon + 1, 1, &hi)))
+            if (parse_count_in("--dim", lo_text, 1, DIM_MAX, &n) ||
+                (colon && parse_count_in("--dim", colon + 1, 1, DIM_MAX, &hi)))
                 return -1;
             if (colon && hi < n) {
                 fprintf(stderr, "dtrexec: --dim %s: the range is empty\n", val);
@@ -221,7 +234,7 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
         } else if (!strcmp(arg, "--device")) {
             a->device = val;
         } else if (!strcmp(arg, "--threads")) {
-            if (parse_count(arg, val, 1, &n))
+            if (parse_count_in(arg, val, 1, CLI_THREADS_MAX, &n))
                 return -1;
             a->threads = (int)n;
         } else if (!strcmp(arg, "--repeat")) {
@@ -229,7 +242,7 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
                 return -1;
             a->repeat = (int)n;
         } else if (!strcmp(arg, "--seed")) {
-            if (parse_count(arg, val, 0, &n))
+            if (parse_count_in(arg, val, 0, LLONG_MAX, &n))
                 return -1;
             a->seed = (unsigned long long)n;
         } else if (!strcmp(arg, "--steps")) {
@@ -237,13 +250,13 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
                 return -1;
             a->steps = (int)n;
         } else if (!strcmp(arg, "--lr")) {
-            if (parse_float(arg, val, &a->topts.lr))
+            if (parse_float(arg, val, 0, 1e6, &a->topts.lr))
                 return -1;
         } else if (!strcmp(arg, "--momentum")) {
-            if (parse_float(arg, val, &a->topts.momentum))
+            if (parse_float(arg, val, 0, 1, &a->topts.momentum))
                 return -1;
         } else if (!strcmp(arg, "--weight-decay")) {
-            if (parse_float(arg, val, &a->topts.weight_decay))
+            if (parse_float(arg, val, 0, 1e6, &a->topts.weight_decay))
                 return -1;
         } else if (!strcmp(arg, "--optimizer")) {
             if ((a->topts.optimizer = parse_choice(arg, val, optimizer_names, 4)) < 0)
@@ -268,7 +281,7 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
             a->save_path = val;
         } else if (!strcmp(arg, "--budget")) {
             if (cli_parse_size(val, &a->budget_bytes, &a->budget_ratio)) {
-                fprintf(stderr, "dtrexec: --budget expects a size (4GB, 512MiB, 1000000) or a ratio (0.5x), got '%s'\n", val);
+                fprintf(stderr, "dtrexec: --budget expects " CLI_SIZE_RANGE ", got '%s'\n", val);
                 return -1;
             }
         } else if (!strcmp(arg, "--heuristic")) {
@@ -850,7 +863,14 @@ int cmd_run(int argc, char **argv)
             free_run_args(&a);
             return (int)st;
         }
-        opts.budget_bytes = (size_t)(a.budget_ratio * (double)peak);
+        double b = floor(a.budget_ratio * (double)peak);
+        if (!(b >= 1) || b > CLI_SIZE_MAX) {
+            fprintf(stderr, "dtrexec: --budget %gx of the unbudgeted peak %zu bytes is %.17g bytes, outside 1 byte to "
+                            "2^62 bytes\n", a.budget_ratio, peak, b);
+            free_run_args(&a);
+            return CLI_EXIT_USAGE;
+        }
+        opts.budget_bytes = (size_t)b;
         if (!a.quiet)
             fprintf(stderr, "budget %.3gx of the unbudgeted peak %zu bytes = %zu bytes\n", a.budget_ratio, peak,
                     opts.budget_bytes);

@@ -2,6 +2,7 @@
  * graph under DTR with a simulated clock and memory counter (bench/sim.c);
  * with --plan, replay and check a static schedule on a graph instead
  * (bench/schedule.c). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,12 +151,20 @@ static int sim_plan(const char *graph_path, const char *plan_path, const char *b
     if (budget_text) {
         double ratio;
         if (cli_sim_parse_budget(budget_text, &ratio, &budget)) {
-            fprintf(stderr, "dtrexec sim: --budget '%s' is neither a ratio nor a size\n", budget_text);
+            fprintf(stderr, "dtrexec sim: --budget '%s' is not " CLI_SIZE_RANGE " (or a bare ratio below 16)\n", budget_text);
             rc = CLI_EXIT_USAGE;
             goto out;
         }
-        if (ratio > 0)
-            budget = (uint64_t)((double)base.peak_bytes * ratio);
+        if (ratio > 0) {
+            double b = floor((double)base.peak_bytes * ratio);
+            if (!(b >= 1) || b > CLI_SIZE_MAX) {
+                fprintf(stderr, "dtrexec sim: --budget %s of the peak %llu bytes is %.17g bytes, outside 1 byte to "
+                                "2^62 bytes\n", budget_text, (unsigned long long)base.peak_bytes, b);
+                rc = CLI_EXIT_USAGE;
+                goto out;
+            }
+            budget = (uint64_t)b;
+        }
     }
     if (schedule_simulate(&g, &s, budget, &r, err, sizeof err)) {
         fprintf(stderr, "dtrexec sim: %s: %s\n", plan_path, err);
@@ -278,7 +287,7 @@ int cmd_sim(int argc, char **argv)
         } else if (!strcmp(a, "--budget") && v) {
             budget_text = v;
             if (cli_sim_parse_budget(v, &o.budget_ratio, &o.budget_bytes)) {
-                fprintf(stderr, "dtrexec sim: --budget '%s' is neither a ratio nor a size\n", v);
+                fprintf(stderr, "dtrexec sim: --budget '%s' is not " CLI_SIZE_RANGE " (or a bare ratio below 16)\n", v);
                 return CLI_EXIT_USAGE;
             }
             i++;

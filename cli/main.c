@@ -28,7 +28,8 @@ static void usage(FILE *f)
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
         fprintf(f, "       dtrexec %-6s ...            %s\n", subcommands[i].name, subcommands[i].summary);
     fprintf(f, "       dtrexec --version\n"
-               "Run `dtrexec SUBCOMMAND --help` or `dtrexec --help-run` for the options.\n");
+               "Run `dtrexec SUBCOMMAND --help` for a subcommand's options, `dtrexec --help-run` (or\n"
+               "`dtrexec MODEL.onnx --help`) for the options of a run.\n");
 }
 
 int main(int argc, char **argv)
@@ -40,6 +41,10 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         usage(stdout);
         return CLI_EXIT_OK;
+    }
+    if (!strcmp(argv[1], "--help-run")) {
+        char *run_help[] = { argv[0], (char *)"--help", NULL };
+        return cmd_run(2, run_help);
     }
     if (!strcmp(argv[1], "--version")) {
         printf("dtrexec %s\nbackends: cpu%s\n", DTRX_VERSION,

@@ -1,6 +1,8 @@
 /* cli/options.c — parsing helpers shared by the subcommands. */
 #include <ctype.h>
+#include <errno.h>
 #include <fnmatch.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,12 +25,12 @@ int cli_parse_size(const char *text, double *bytes, double *ratio)
 {
     char *end = NULL;
     double v = strtod(text, &end);
-    if (end == text || !(v >= 0))
-        return -1;
     *bytes = 0;
     *ratio = 0;
+    if (end == text || !isfinite(v) || !(v > 0))
+        return -1;
     if ((end[0] == 'x' || end[0] == 'X') && !end[1]) {
-        if (!(v > 0))
+        if (!(v >= CLI_RATIO_MIN && v <= CLI_RATIO_MAX))
             return -1;
         *ratio = v;
         return 0;
@@ -37,10 +39,38 @@ int cli_parse_size(const char *text, double *bytes, double *ratio)
         end++;
     for (size_t i = 0; i < sizeof size_units / sizeof size_units[0]; i++)
         if (!strcasecmp(end, size_units[i].suffix)) {
-            *bytes = v * size_units[i].factor;
-            return *bytes >= 1 ? 0 : -1;
+            double b = v * size_units[i].factor;
+            if (!(b >= 1 && b <= CLI_SIZE_MAX))
+                return -1;
+            *bytes = b;
+            return 0;
         }
     return -1;
+}
+
+int cli_parse_number(const char *cmd, const char *opt, const char *text, double min, double max, double *out)
+{
+    char *end = NULL;
+    double v = strtod(text, &end);
+    if (end == text || *end || !isfinite(v) || v < min || v > max) {
+        fprintf(stderr, "%s: %s expects a finite number from %g to %g, got '%s'\n", cmd, opt, min, max, text);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_parse_int(const char *cmd, const char *opt, const char *text, long long min, long long max, long long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || end == text || *end || v < min || v > max) {
+        fprintf(stderr, "%s: %s expects an integer from %lld to %lld, got '%s'\n", cmd, opt, min, max, text);
+        return -1;
+    }
+    *out = v;
+    return 0;
 }
 
 int cli_patterns_add(char **list, const char *pattern)

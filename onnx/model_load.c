@@ -300,6 +300,9 @@ static int value_info_from_type(const Onnx__TypeProto *tp, struct onnx_value_inf
                 return onnx_error(c->err, c->err_size, "value '%s': dimension %d is absurd (%lld)", v->name,
                                   i, (long long)d->dim_value);
             /* Some exporters write -1 for "unknown"; it stays unknown here. */
+            if (d->dim_value < -1)
+                return onnx_error(c->err, c->err_size, "value '%s': dimension %d is %lld, not a valid size (expected >= 0, "
+                                  "a name, or -1 for unknown)", v->name, i, (long long)d->dim_value);
             v->dims[i] = d->dim_value < 0 ? -1 : d->dim_value;
         } else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param &&
                    d->dim_param[0]) {

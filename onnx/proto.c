@@ -281,8 +281,9 @@ static int tensor_header(const Onnx__TensorProto *tp, const char *name, struct o
 
 static int is_path_sep(char c) { return c == '/' || c == '\\'; }
 
-/* External data must stay inside the model's directory: no absolute paths, no
- * ".." components, and (after resolving symbolic links) a real path below it. */
+/* External data must stay inside the model's directory: no absolute paths,
+ * no ".." that climbs above it (a/../data.bin is data.bin, resolved
+ * lexically), and (after resolving symbolic links) a real path below it. */
 static int external_path(const char *base_dir, const char *loc, const char *name, char **out,
                          char *err, size_t size)
 {
@@ -296,21 +297,54 @@ static int external_path(const char *base_dir, const char *loc, const char *name
     if (is_path_sep(loc[0]) || (loc[0] && loc[1] == ':'))
         return onnx_error(err, size, "tensor '%s': external data location '%s' is an absolute path",
                           name, loc);
+    /* the location's components with "." dropped and ".." taken back */
+    size_t ll = strlen(loc), bl0 = strlen(base_dir);
+    char *rel = malloc(ll + 1);
+    size_t *starts = malloc((ll + 1) * sizeof *starts);
+    if (!rel || !starts) {
+        free(rel);
+        free(starts);
+        return onnx_error(err, size, "tensor '%s': out of memory", name);
+    }
+    size_t used = 0, depth = 0;
     for (const char *c = loc; *c;) {
         const char *e = c;
         while (*e && !is_path_sep(*e))
             e++;
-        if (e - c == 2 && c[0] == '.' && c[1] == '.')
-            return onnx_error(err, size,
-                              "tensor '%s': external data location '%s' escapes the model directory ('..')",
-                              name, loc);
+        size_t len = (size_t)(e - c);
+        if (len == 2 && c[0] == '.' && c[1] == '.') {
+            if (!depth) {
+                free(rel);
+                free(starts);
+                return onnx_error(err, size,
+                                  "tensor '%s': external data location '%s' escapes the model directory ('..')",
+                                  name, loc);
+            }
+            used = starts[--depth];
+        } else if (len && !(len == 1 && c[0] == '.')) {
+            starts[depth++] = used;
+            if (used)
+                rel[used++] = '/';
+            memcpy(rel + used, c, len);
+            used += len;
+        }
         c = *e ? e + 1 : e;
     }
-    size_t n = strlen(base_dir) + strlen(loc) + 2;
+    rel[used] = 0;
+    free(starts);
+    if (!used) {
+        free(rel);
+        return onnx_error(err, size, "tensor '%s': external data location '%s' names the model directory itself",
+                          name, loc);
+    }
+    size_t n = bl0 + used + 2;
     char *full = malloc(n);
-    if (!full)
+    if (!full) {
+        free(rel);
         return onnx_error(err, size, "tensor '%s': out of memory", name);
-    snprintf(full, n, "%s/%s", base_dir, loc);
+    }
+    snprintf(full, n, "%s/%s", base_dir, rel);
+    free(rel);
     char *real_base = realpath(base_dir, NULL);
     char *real_file = realpath(full, NULL);
     if (!real_file) {
@@ -349,8 +383,11 @@ static int parse_u64(const char *s, uint64_t *out)
     return 0;
 }
 
-static int external_read(const Onnx__TensorProto *tp, const char *base_dir, const char *name,
-                         void *dst, size_t bytes, char *err, size_t size)
+/* Checks the external-data fields, resolves and opens the file, and checks
+ * that it holds `bytes` at the offset: all before anything is allocated for
+ * the tensor. Returns the open descriptor, or -1 with the message. */
+static int external_open(const Onnx__TensorProto *tp, const char *base_dir, const char *name, size_t bytes,
+                         uint64_t *offset_out, char **path_out, char *err, size_t size)
 {
     const char *loc = NULL;
     uint64_t offset = 0, length = 0;
@@ -397,19 +434,21 @@ static int external_read(const Onnx__TensorProto *tp, const char *base_dir, cons
         free(path);
         return -1;
     }
+    *offset_out = offset;
+    *path_out = path;
+    return fd;
+}
+
+static int external_read(int fd, const char *path, uint64_t offset, const char *name, void *dst, size_t bytes,
+                         char *err, size_t size)
+{
     size_t done = 0;
     while (done < bytes) {
         ssize_t r = pread(fd, (char *)dst + done, bytes - done, (off_t)(offset + done));
-        if (r <= 0) {
-            onnx_error(err, size, "tensor '%s': reading external data file '%s' failed", name, path);
-            close(fd);
-            free(path);
-            return -1;
-        }
+        if (r <= 0)
+            return onnx_error(err, size, "tensor '%s': reading external data file '%s' failed", name, path);
         done += (size_t)r;
     }
-    close(fd);
-    free(path);
     return 0;
 }
 
@@ -447,10 +486,17 @@ int onnx_tensor_from_proto(Onnx__TensorProto *tp, const char *base_dir, struct o
     out->size_bytes = bytes;
 
     if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+        uint64_t offset = 0;
+        char *path = NULL;
+        int fd = external_open(tp, base_dir, name, bytes, &offset, &path, err, size);
+        if (fd < 0)
+            goto fail;
         out->data = malloc(bytes ? bytes : 1);
-        if (!out->data)
-            goto oom;
-        if (external_read(tp, base_dir, name, out->data, bytes, err, size) != 0)
+        int rc = !out->data ? onnx_error(err, size, "tensor '%s': out of memory for %zu bytes", name, bytes)
+                            : external_read(fd, path, offset, name, out->data, bytes, err, size);
+        close(fd);
+        free(path);
+        if (rc != 0)
             goto fail;
         return 0;
     }

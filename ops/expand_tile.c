@@ -94,7 +94,9 @@ static int tile_infer(struct op_call *c)
     y->dtype = x->dtype;
     y->rank = x->rank;
     for (int i = 0; i < x->rank; i++)
-        y->dims[i] = x->dims[i] * repeats[i];
+        if (__builtin_mul_overflow(x->dims[i], repeats[i], &y->dims[i]))
+            return op_error(c, "dimension %d of %lld repeated %lld times overflows int64 (limit 2^62 bytes in all)",
+                            i, (long long)x->dims[i], (long long)repeats[i]);
     return 0;
 }
 

@@ -35,8 +35,15 @@ struct tensor {
     void *data;
 };
 
+/* Element and byte counts; they saturate (INT64_MAX, SIZE_MAX) instead of
+ * overflowing. */
 int64_t tensor_numel(const struct tensor *t);
 size_t tensor_size_bytes(const struct tensor *t);
+/* The largest tensor, in elements and in bytes: 2^62. */
+#define TENSOR_MAX_BYTES ((int64_t)1 << 62)
+/* 0 when every dimension is >= 0 and the element and byte counts are at most
+ * TENSOR_MAX_BYTES; otherwise -1 and a message naming the shape and the limit. */
+int tensor_check_size(const struct tensor *t, char *msg, size_t size);
 /* Same rank and dims. */
 int tensor_same_shape(const struct tensor *a, const struct tensor *b);
 /* "float32[2,3,4]" into buf; returns buf. */

@@ -60,7 +60,8 @@ static int reshape_infer(struct op_call *c)
             return op_error(c, "shape[%d] is %lld; expected >= -1", i, (long long)d);
         }
         y->dims[i] = d;
-        known *= d;
+        if (__builtin_mul_overflow(known, d, &known))
+            return op_error(c, "shape[0..%d] has more elements than int64 holds (limit 2^62 bytes)", i);
     }
     int64_t numel = tensor_numel(x);
     if (infer_at >= 0) {

@@ -1,22 +1,54 @@
 /* ops/tensor.c — tensor helpers, op_error, broadcasting and cost helpers
  * shared by every operator file. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "ops/elementwise-impl.h"
 #include "ops/ops.h"
 
+/* Saturates at INT64_MAX rather than overflowing: shapes that large are
+ * refused by tensor_check_size before anything is allocated for them. */
 int64_t tensor_numel(const struct tensor *t)
 {
     int64_t n = 1;
     for (int i = 0; i < t->rank; i++)
-        n *= t->dims[i];
+        if (__builtin_mul_overflow(n, t->dims[i], &n))
+            return INT64_MAX;
     return n;
 }
 
 size_t tensor_size_bytes(const struct tensor *t)
 {
-    return (size_t)tensor_numel(t) * onnx_dtype_size(t->dtype);
+    size_t bytes;
+    int64_t n = tensor_numel(t);
+    if (n < 0 || __builtin_mul_overflow((size_t)n, onnx_dtype_size(t->dtype), &bytes))
+        return SIZE_MAX;
+    return bytes;
+}
+
+int tensor_check_size(const struct tensor *t, char *msg, size_t size)
+{
+    char shape[256];
+    int64_t n = 1, bytes;
+    for (int i = 0; i < t->rank; i++)
+        if (t->dims[i] < 0) {
+            snprintf(msg, size, "shape %s: dimension %d is %lld, not a size", tensor_describe(t, shape, sizeof shape),
+                     i, (long long)t->dims[i]);
+            return -1;
+        }
+    /* zero dimensions skipped: kernels multiply subsets of the dimensions
+     * (outer and inner extents), which must not overflow either */
+    for (int i = 0; i < t->rank; i++)
+        if (t->dims[i] && (__builtin_mul_overflow(n, t->dims[i], &n) || n > TENSOR_MAX_BYTES))
+            goto too_big;
+    if (__builtin_mul_overflow(n, (int64_t)onnx_dtype_size(t->dtype), &bytes) || bytes > TENSOR_MAX_BYTES)
+        goto too_big;
+    return 0;
+too_big:
+    snprintf(msg, size, "shape %s has more than 2^62 bytes (4 EiB), the largest tensor dtrexec can hold",
+             tensor_describe(t, shape, sizeof shape));
+    return -1;
 }
 
 int tensor_same_shape(const struct tensor *a, const struct tensor *b)

@@ -276,7 +276,7 @@ static enum dtrx_status verify_outputs(struct dtrx_session *s, struct rt_call *c
         struct rt_value *v = s->values[c->out[i]];
         dtr_storage st = dtr_tensor_storage(b->dtr, v->dt);
         if (grow_slots(b, st))
-            return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+            return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
         uint64_t h = hash_bytes(rt_host_view(s, v->t.data, tensor_size_bytes(&v->t)), tensor_size_bytes(&v->t));
         if (!rematerialize) {
             b->hash[st] = h;
@@ -396,7 +396,7 @@ static enum dtrx_status register_constant(struct dtrx_session *s, struct rt_valu
     if (b->verify) {
         dtr_storage sto = dtr_tensor_storage(b->dtr, v->dt);
         if (grow_slots(b, sto))
-            return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+            return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
         b->hash[sto] = hash_bytes(rt_host_view(s, v->storage->data, tensor_size_bytes(&v->t)), tensor_size_bytes(&v->t));
     }
     return DTRX_OK;
@@ -419,7 +419,7 @@ enum dtrx_status rt_budget_begin(struct dtrx_session *s)
     struct dtr_compute_ops comp = { .ctx = s, .compute = compute_call };
     b->dtr = dtr_create(&b->config, &mem, &comp);
     if (!b->dtr)
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory starting DTR");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory starting DTR");
     for (int i = 0; i < s->n_values; i++) {
         struct rt_value *v = s->values[i];
         v->dt = DTR_NONE;
@@ -554,7 +554,7 @@ enum dtrx_status rt_budget_exec(struct dtrx_session *s, struct rt_call *c, struc
         uint32_t n_in = 0, n_out = 0;
         int alias_input = -1;
         if (!ins || !outs || !bytes || !alias)
-            st = rt_fail(DTRX_ERR_INTERNAL, "out of host memory calling node '%s'", c->name);
+            st = rt_fail(DTRX_ERR_BUDGET, "out of host memory calling node '%s'", c->name);
         for (int i = 0; i < c->n_in && !st; i++)
             if (c->in[i] >= 0) {
                 if (i == 0)

@@ -95,7 +95,7 @@ static enum dtrx_status emit_run(struct dtrx_session *s, const char *op, const s
 {
     uint8_t made_inline[64], *made = n_out > 64 ? malloc((size_t)n_out) : made_inline;
     if (!made)
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     for (int i = 0; i < n_out; i++)
         made[i] = out[i] < 0;
     struct rt_call *call = NULL;
@@ -120,7 +120,7 @@ static enum dtrx_status container_set(struct dtrx_session *s, int dst, int kind,
     struct rt_value *v = s->values[dst];
     int *copy = malloc(sizeof(int) * (size_t)(n + 1));
     if (!copy)
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     if (n)
         memcpy(copy, elems, sizeof(int) * (size_t)n);
     for (int i = 0; i < n; i++)
@@ -192,7 +192,7 @@ static enum dtrx_status join(struct dtrx_session *s, const struct rt_call *c, in
     }
     int *parts = malloc(sizeof(int) * (size_t)count);
     if (!parts)
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     enum dtrx_status st = DTRX_OK;
     int axes = -1, made = 0;
     if (new_axis) {
@@ -265,7 +265,7 @@ static enum dtrx_status instance_build(struct dtrx_session *s, const struct rt_c
     in->calls = calloc((size_t)g->n_nodes + 1, sizeof *in->calls);
     in->out = calloc((size_t)g->n_outputs + 1, sizeof(int));
     if (!in->calls || !in->out || rt_names_init(&in->scope.names, cap))
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory instantiating a subgraph of '%s'", c->name);
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory instantiating a subgraph of '%s'", c->name);
     for (int i = 0; i < g->n_inputs; i++) {
         if (inputs[i] < 0)
             return rt_fail(DTRX_ERR_INPUT, "node '%s' (%s): subgraph input '%s' receives no value", c->name,
@@ -286,7 +286,7 @@ static enum dtrx_status instance_build(struct dtrx_session *s, const struct rt_c
         struct rt_call *call = calloc(1, sizeof *call);
         if (!call || rt_track_call(s, call)) {
             free(call);
-            return rt_fail(DTRX_ERR_INTERNAL, "out of host memory instantiating a subgraph of '%s'", c->name);
+            return rt_fail(DTRX_ERR_BUDGET, "out of host memory instantiating a subgraph of '%s'", c->name);
         }
         in->calls[in->n_calls++] = call;
         enum dtrx_status st = rt_call_build(s, &in->scope, &g->nodes[k], call, 1);
@@ -294,7 +294,7 @@ static enum dtrx_status instance_build(struct dtrx_session *s, const struct rt_c
             return st;
         size_t len = strlen(label) + strlen(g->nodes[k].name) + 2;
         if (!(call->owned_name = malloc(len)))
-            return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+            return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
         snprintf(call->owned_name, len, "%s/%s", label, g->nodes[k].name);
         call->name = call->owned_name;
         call->scope = &in->scope;
@@ -374,7 +374,7 @@ static enum dtrx_status lists_add(struct scan_lists *l, const int *vals)
         int cap = l->capacity ? l->capacity * 2 : 16;
         int *grown = realloc(l->ids, sizeof(int) * (size_t)cap * (size_t)(l->n ? l->n : 1));
         if (!grown)
-            return rt_fail(DTRX_ERR_INTERNAL, "out of host memory collecting scan outputs");
+            return rt_fail(DTRX_ERR_BUDGET, "out of host memory collecting scan outputs");
         l->ids = grown;
         l->capacity = cap;
     }
@@ -391,7 +391,7 @@ static enum dtrx_status lists_stack(struct dtrx_session *s, const struct rt_call
     enum dtrx_status st = DTRX_OK;
     int *col = malloc(sizeof(int) * (size_t)(l->count + 1));
     if (!col)
-        st = rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        st = rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     for (int k = 0; k < l->n && !st; k++) {
         for (int t = 0; t < l->count; t++)
             col[t] = l->ids[(size_t)(reverse && reverse[k] ? l->count - 1 - t : t) * (size_t)l->n + (size_t)k];
@@ -436,7 +436,7 @@ static enum dtrx_status stack_padded(struct dtrx_session *s, const struct rt_cal
     int axes = -1, made = 0;
     enum dtrx_status st = DTRX_OK;
     if (!parts)
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     if ((axes = const_i64(s, 1, 1, &zero_axis, c->name)) < 0)
         st = DTRX_ERR_BUDGET;
     for (; !st && made < l->count; made++) {
@@ -449,7 +449,7 @@ static enum dtrx_status stack_padded(struct dtrx_session *s, const struct rt_cal
     if (!st && pad.dims[0] > 0) {
         size_t bytes = tensor_size_bytes(&pad);
         if (!(zeros = calloc(1, bytes ? bytes : 1)))
-            st = rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+            st = rt_fail(DTRX_ERR_BUDGET, "out of host memory");
         pad.data = zeros;
         if (!st && (parts[made] = constant_held(s, &pad, c->name)) < 0)
             st = DTRX_ERR_BUDGET;
@@ -499,7 +499,7 @@ static enum dtrx_status exec_loop(struct dtrx_session *s, struct rt_call *c)
     int *carried = inputs ? inputs + 2 : NULL;
     struct scan_lists scans = { .n = n->n_outputs - n_carried };
     if (!inputs)
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     for (int i = 0; i < n_carried; i++) {
         carried[i] = c->in[2 + i];
         if (carried[i] < 0) {
@@ -576,14 +576,14 @@ static enum dtrx_status scan_run(struct dtrx_session *s, const struct rt_call *c
     for (int j = 0; j < n_scan; j++)
         axes_ids[j] = -1;
     if (!pieces)
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     for (size_t i = 0; i < (size_t)n_scan * (size_t)(steps + extra); i++)
         pieces[i] = -1;
     for (int j = 0; !st && j < n_scan; j++) {
         int64_t *sizes_v = malloc(sizeof(int64_t) * (size_t)(steps + extra));
         int sizes = -1;
         if (!sizes_v)
-            st = rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+            st = rt_fail(DTRX_ERR_BUDGET, "out of host memory");
         for (int64_t t = 0; !st && t < steps; t++)
             sizes_v[t] = 1;
         if (!st && extra)
@@ -749,7 +749,7 @@ static enum dtrx_status exec_scan8(struct dtrx_session *s, struct rt_call *c)
     }
     int64_t *lens = calloc((size_t)batch + 1, sizeof(int64_t));
     if (!lens)
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     enum dtrx_status st = DTRX_OK;
     for (int64_t b = 0; b < batch; b++)
         lens[b] = length;
@@ -763,7 +763,7 @@ static enum dtrx_status exec_scan8(struct dtrx_session *s, struct rt_call *c)
                                                         : tensor_describe(&v->t, shape, sizeof shape));
         void *host = st ? NULL : malloc(sizeof(int64_t) * (size_t)(batch + 1));
         if (!st && !host)
-            st = rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+            st = rt_fail(DTRX_ERR_BUDGET, "out of host memory");
         if (!st)
             st = rt_budget_read(s, v, host);
         struct tensor h = v->t;
@@ -780,7 +780,7 @@ static enum dtrx_status exec_scan8(struct dtrx_session *s, struct rt_call *c)
     struct scan_lists finals = { .n = n_state };
     struct scan_lists *per_batch = calloc((size_t)batch + 1, sizeof *per_batch);
     if (!st && !per_batch)
-        st = rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        st = rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     int64_t b = 0;
     for (; !st && b < batch; b++) {
         per_batch[b].n = n_scan_out;
@@ -922,7 +922,7 @@ static enum dtrx_status exec_sequence_insert(struct dtrx_session *s, struct rt_c
         return st;
     int *elems = malloc(sizeof(int) * (size_t)(seq->n_elems + 1));
     if (!elems)
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     memcpy(elems, seq->elems, sizeof(int) * (size_t)pos);
     elems[pos] = c->in[1];
     memcpy(elems + pos + 1, seq->elems + pos, sizeof(int) * (size_t)(seq->n_elems - pos));
@@ -943,7 +943,7 @@ static enum dtrx_status exec_sequence_erase(struct dtrx_session *s, struct rt_ca
     const struct rt_value *seq = s->values[c->in[0]];
     int *elems = malloc(sizeof(int) * (size_t)(seq->n_elems + 1));
     if (!elems)
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     memcpy(elems, seq->elems, sizeof(int) * (size_t)pos);
     memcpy(elems + pos, seq->elems + pos + 1, sizeof(int) * (size_t)(seq->n_elems - pos - 1));
     st = container_set(s, c->out[0], RT_SEQUENCE, seq->n_elems - 1, elems);
@@ -989,7 +989,7 @@ static enum dtrx_status exec_split_to_sequence(struct dtrx_session *s, struct rt
     int64_t len = xt->dims[axis];
     int64_t *sizes = malloc(sizeof(int64_t) * (size_t)(len + 1));
     if (!sizes)
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     int count = 0;
     enum dtrx_status st = DTRX_OK;
     int split = c->n_in > 1 ? c->in[1] : -1;
@@ -1027,7 +1027,7 @@ static enum dtrx_status exec_split_to_sequence(struct dtrx_session *s, struct rt
     int *parts = calloc((size_t)count + 1, sizeof(int));
     int sizes_id = -1, axes_id = -1;
     if (!st && !parts)
-        st = rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        st = rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     if (!st && count) {
         for (int i = 0; i < count; i++)
             parts[i] = -1;
@@ -1102,7 +1102,7 @@ static enum dtrx_status exec_sequence_map(struct dtrx_session *s, struct rt_call
     int *made = calloc((size_t)n_out * (size_t)count + 1, sizeof(int));   /* [output][element] */
     int done = 0;
     if (!inputs || !made)
-        st = rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        st = rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     for (; !st && done < count; done++) {
         for (int j = 0; j < n->n_inputs; j++) {
             const struct rt_value *v = s->values[c->in[j]];

@@ -68,7 +68,7 @@ static enum dtrx_status open_cpu_staged(struct dtrx_session *s)
     cpu_staged.name = "cpu-staged";
     struct rt_device *d = calloc(1, sizeof *d);
     if (!d)
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     d->backend = &cpu_staged;
     s->device = d;
     return DTRX_OK;
@@ -92,7 +92,7 @@ enum dtrx_status rt_device_open(struct dtrx_session *s)
     struct rt_device *d = calloc(1, sizeof *d);
     if (!d) {
         cuda_backend_close(b);
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     }
     d->backend = b;
     s->device = d;
@@ -250,6 +250,13 @@ int rt_call_infer(struct dtrx_session *s, struct op_call *call)
         return -1;
     int rc = call->def->infer(call);
     host_inputs_restore(call, &h);
+    /* one check for every operator's shape inference: no element or byte
+     * count below overflows or exceeds what can be allocated */
+    for (int i = 0; !rc && i < call->n_out; i++) {
+        char msg[400];
+        if (call->out[i] && tensor_check_size(call->out[i], msg, sizeof msg))
+            rc = op_error(call, "output %d: %s", i, msg);
+    }
     return rc;
 }
 
@@ -312,7 +319,7 @@ void *rt_host_mirror(struct dtrx_session *s, struct rt_value *v)
             int cap = d->mirrors_capacity ? 2 * d->mirrors_capacity : 16;
             struct rt_mirror *grown = realloc(d->mirrors, sizeof *grown * (size_t)cap);
             if (!grown) {
-                rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+                rt_fail(DTRX_ERR_BUDGET, "out of host memory");
                 return NULL;
             }
             d->mirrors = grown;
@@ -331,7 +338,7 @@ void *rt_host_mirror(struct dtrx_session *s, struct rt_value *v)
             free(m->host);
             free(m->shadow);
             m->host = m->shadow = NULL;
-            rt_fail(DTRX_ERR_INTERNAL, "out of host memory for a host copy of '%s'", v->name);
+            rt_fail(DTRX_ERR_BUDGET, "out of host memory for a host copy of '%s'", v->name);
             return NULL;
         }
     }

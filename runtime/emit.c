@@ -171,7 +171,7 @@ enum dtrx_status rt_emit_build(struct dtrx_session *s, const char *op, const str
             free_call(c);
         else
             free(n);
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory emitting %s", op);
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory emitting %s", op);
     }
     n->op_type = strdup(op);
     n->domain = (char *)domain;
@@ -179,7 +179,7 @@ enum dtrx_status rt_emit_build(struct dtrx_session *s, const char *op, const str
     n->n_outputs = n_out;
     n->attrs = copy_attrs(attrs, n_attrs);
     if (!n->attrs || !n->op_type)
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory emitting %s", op);
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory emitting %s", op);
     n->n_attrs = n_attrs;
     for (int i = 0; i < n_in; i++)
         n->inputs[i] = in[i] < 0 ? "" : (char *)s->values[in[i]]->name;
@@ -194,7 +194,7 @@ enum dtrx_status rt_emit_build(struct dtrx_session *s, const char *op, const str
     for (int i = 0; i < n_out; i++) {
         c->out[i] = out && out[i] >= 0 ? out[i] : named_value(s, n->name, i);
         if (c->out[i] < 0)
-            return rt_fail(DTRX_ERR_INTERNAL, "out of host memory emitting %s", op);
+            return rt_fail(DTRX_ERR_BUDGET, "out of host memory emitting %s", op);
         n->outputs[i] = (char *)s->values[c->out[i]]->name;
         if (out)
             out[i] = c->out[i];

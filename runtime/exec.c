@@ -25,7 +25,7 @@ static enum dtrx_status args_build(struct dtrx_session *s, const struct rt_call 
     a->in = c->n_in > EXEC_MAX_INLINE_ARGS ? malloc(sizeof *a->in * (size_t)c->n_in) : a->in_inline;
     a->out = c->n_out > EXEC_MAX_INLINE_ARGS ? malloc(sizeof *a->out * (size_t)c->n_out) : a->out_inline;
     if (!a->in || !a->out)
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory calling node '%s'", c->name);
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory calling node '%s'", c->name);
     for (int i = 0; i < c->n_in; i++)
         a->in[i] = c->in[i] < 0 ? NULL : &s->values[c->in[i]]->t;
     for (int i = 0; i < c->n_out; i++)

@@ -486,7 +486,7 @@ enum dtrx_status dtrx_session_export_graph(struct dtrx_session *s, const char *p
     enum { PINNED = 1, KEPT = 2 };
     uint8_t *pinned = st ? NULL : calloc((size_t)s->n_values + 1, 1);
     if (!st && !pinned)
-        st = rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        st = rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     for (int p = 0; pinned && p < s->train.n_params; p++) {
         int gid = s->values[s->train.params[p]]->grad;
         if (gid >= 0 && gid < s->n_values)

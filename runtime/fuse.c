@@ -311,7 +311,7 @@ static enum dtrx_status fused_call(struct dtrx_session *s, const struct fuse_cha
     out->out = malloc(sizeof(int));
     if (!out->emitted || !out->in || !out->out) {
         rt_call_clear(out);
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory fusing node '%s'", conv->name);
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory fusing node '%s'", conv->name);
     }
     out->def = op_registry_find("dtrexec", "FusedConv", 1, &out->version);
     out->name = out->emitted->name;
@@ -366,7 +366,7 @@ enum dtrx_status rt_fuse_inference(struct dtrx_session *s)
     struct rt_call *calls = calloc((size_t)n + 1, sizeof *calls);
     enum dtrx_status st = DTRX_OK;
     if (!claimed || !chain_of_last || !chains || !calls) {
-        st = rt_fail(DTRX_ERR_INTERNAL, "out of host memory optimizing the graph");
+        st = rt_fail(DTRX_ERR_BUDGET, "out of host memory optimizing the graph");
         goto out;
     }
     int n_chains = 0;
@@ -394,7 +394,7 @@ enum dtrx_status rt_fuse_inference(struct dtrx_session *s)
     /* Build every fused call first, so that a failure leaves the calls as they were. */
     struct rt_call *fused = calloc((size_t)n_chains, sizeof *fused);
     if (!fused) {
-        st = rt_fail(DTRX_ERR_INTERNAL, "out of host memory optimizing the graph");
+        st = rt_fail(DTRX_ERR_BUDGET, "out of host memory optimizing the graph");
         goto out;
     }
     for (int a = 0; a < n_chains && !st; a++)

@@ -69,20 +69,26 @@ enum dtrx_status dtrx_session_fill_inputs(struct dtrx_session *s)
             for (int b = 0; b < s->n_dims && d->dim_names[k]; b++)
                 if (!strcmp(s->dims[b].name, d->dim_names[k]))
                     t.dims[k] = s->dims[b].value;
-            if (t.dims[k] < 0)
+            if (t.dims[k] < 0 && d->dim_names[k])
                 return rt_fail(DTRX_ERR_INPUT, "input '%s': dimension %d ('%s') is symbolic: bind it with --dim %s=N",
-                               d->name, k, d->dim_names[k] ? d->dim_names[k] : "?",
-                               d->dim_names[k] ? d->dim_names[k] : "NAME");
+                               d->name, k, d->dim_names[k], d->dim_names[k]);
+            if (t.dims[k] < 0)
+                return rt_fail(DTRX_ERR_INPUT, "input '%s': dimension %d has neither a size nor a name: give the "
+                               "input with --input %s=FILE", d->name, k, d->name);
         }
         if (!onnx_dtype_size(t.dtype))
             return rt_fail(DTRX_ERR_INPUT, "input '%s': cannot make random data of type %s", d->name,
                            onnx_dtype_name(t.dtype));
         struct tensor tmp = { .dtype = t.dtype, .rank = t.rank };
         memcpy(tmp.dims, t.dims, sizeof tmp.dims);
+        char msg[400];
+        if (tensor_check_size(&tmp, msg, sizeof msg))
+            return rt_fail(DTRX_ERR_INPUT, "input '%s': %s", d->name, msg);
         size_t bytes = tensor_size_bytes(&tmp);
         tmp.data = malloc(bytes ? bytes : 1);
         if (!tmp.data)
-            return rt_fail(DTRX_ERR_INTERNAL, "out of host memory for input '%s'", d->name);
+            return rt_fail(DTRX_ERR_BUDGET, "out of host memory: %zu bytes for random data of input '%s'", bytes,
+                           d->name);
         fill_random(&tmp, s->opts.seed * 1000003u + (uint64_t)i + 1 + s->input_round * 0x9e3779b97f4a7c15ull,
                     index_bound(s, s->input_values[i]));
         t.data = tmp.data;

@@ -23,7 +23,7 @@ int rt_persistent_new(struct dtrx_session *s, const struct tensor *t, const char
     int id = owned ? rt_value_new(s, owned, RT_VALUE_INITIALIZER) : -1;
     if (id < 0) {
         free(owned);
-        rt_fail(DTRX_ERR_INTERNAL, "out of host memory for '%s'", name);
+        rt_fail(DTRX_ERR_BUDGET, "out of host memory for '%s'", name);
         return -1;
     }
     struct rt_value *v = s->values[id];
@@ -170,14 +170,14 @@ static enum dtrx_status copy_outputs(struct dtrx_session *s)
     if (!rt_budget_active(s) && rt_device_on_host(s))
         return DTRX_OK;
     if (!s->output_host && !(s->output_host = calloc((size_t)s->n_outputs + 1, sizeof *s->output_host)))
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     for (int i = 0; i < s->n_outputs; i++) {
         struct rt_value *v = s->values[s->output_values[i]];
         if (v->container)
             continue;   /* sequences and optionals are read element by element */
         void *p = realloc(s->output_host[i], tensor_size_bytes(&v->t) + 1);
         if (!p)
-            return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+            return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
         s->output_host[i] = p;
         enum dtrx_status st = rt_budget_read(s, v, p);
         if (st)
@@ -195,7 +195,7 @@ enum dtrx_status rt_record_step(struct dtrx_session *s, double seconds, double l
             s->stats.step_seconds = p;
         double *l = p ? realloc(s->stats.losses, sizeof *l * (size_t)cap) : NULL;
         if (!p || !l)
-            return rt_fail(DTRX_ERR_INTERNAL, "out of host memory recording step times");
+            return rt_fail(DTRX_ERR_BUDGET, "out of host memory recording step times");
         s->stats.losses = l;
         s->step_capacity = cap;
     }
@@ -228,7 +228,7 @@ enum dtrx_status rt_tape_push(struct dtrx_session *s, struct rt_call *c)
         int cap = s->tape_capacity ? s->tape_capacity * 2 : 256;
         struct rt_call **grown = realloc(s->tape, sizeof *grown * (size_t)cap);
         if (!grown)
-            return rt_fail(DTRX_ERR_INTERNAL, "out of host memory recording the tape");
+            return rt_fail(DTRX_ERR_BUDGET, "out of host memory recording the tape");
         s->tape = grown;
         s->tape_capacity = cap;
     }

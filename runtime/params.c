@@ -257,7 +257,7 @@ static enum dtrx_status facts_build(struct facts *f, const struct onnx_graph *g)
                 n_uses += node_graph(&g->nodes[k], a, j)->n_outer_refs;
     }
     if (rt_names_init(&f->names, cap))
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     f->is_float = calloc((size_t)cap, 1);
     f->reaches = calloc((size_t)cap, 1);
     f->producer = malloc(sizeof(int) * (size_t)cap);
@@ -266,7 +266,7 @@ static enum dtrx_status facts_build(struct facts *f, const struct onnx_graph *g)
     f->use_node = malloc(sizeof(int) * (size_t)(n_uses + 1));
     f->use_slot = malloc(sizeof(int) * (size_t)(n_uses + 1));
     if (!f->is_float || !f->reaches || !f->producer || !f->live || !f->use_start || !f->use_node || !f->use_slot)
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     for (int i = 0; i < cap; i++)
         f->producer[i] = -1;
     for (int i = 0; i < g->n_initializers; i++)
@@ -743,7 +743,7 @@ enum dtrx_status rt_params_decide(const struct dtrx_session *s, const struct dtr
     enum dtrx_status st = facts_build(&f, g);
     struct rt_param_decision *d = st ? NULL : calloc((size_t)g->n_initializers + 1, sizeof *d);
     if (!st && !d)
-        st = rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        st = rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     for (int i = 0; !st && i < g->n_initializers; i++) {
         const struct onnx_tensor *t = &g->initializers[i];
         struct rt_param_decision *p = &d[i];
@@ -814,7 +814,7 @@ enum dtrx_status dtrx_session_params(struct dtrx_session *s, const struct dtrx_t
     struct dtrx_param_info *info = calloc((size_t)g->n_initializers + 1, sizeof *info);
     if (!info) {
         rt_params_free(d, g->n_initializers);
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     }
     rt_params_free(s->param_decisions, s->n_param_decisions);
     free(s->param_info);

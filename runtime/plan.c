@@ -104,7 +104,7 @@ static enum dtrx_status load_subgraph_initializers(struct dtrx_session *s, const
                 if (grown)
                     s->sub_inits = grown;
                 if (id < 0)
-                    return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+                    return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
                 s->sub_inits[s->n_sub_inits++] = (struct rt_sub_init){ init, id };
                 enum dtrx_status st = load_initializer(s, s->values[id], init);
                 if (st)
@@ -160,7 +160,7 @@ enum dtrx_status rt_call_build(struct dtrx_session *s, struct rt_scope *scope, c
     c->in = malloc(sizeof(int) * (size_t)(c->n_in + 1));
     c->out = malloc(sizeof(int) * (size_t)(c->n_out + 1));
     if (!c->in || !c->out)
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory building node '%s'", n->name);
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory building node '%s'", n->name);
     for (int i = 0; i < c->n_in; i++) {
         const char *name = i < n->n_inputs ? n->inputs[i] : implicit_input_name(n, i - n->n_inputs);
         if (!name[0]) {
@@ -192,7 +192,7 @@ enum dtrx_status rt_call_build(struct dtrx_session *s, struct rt_scope *scope, c
         if (c->out[i] >= 0)
             s->values[c->out[i]]->grad = -1;
         if (c->out[i] < 0)
-            return rt_fail(DTRX_ERR_INTERNAL, "out of host memory building node '%s'", n->name);
+            return rt_fail(DTRX_ERR_BUDGET, "out of host memory building node '%s'", n->name);
     }
     return DTRX_OK;
 }
@@ -212,7 +212,7 @@ enum dtrx_status rt_plan_build(struct dtrx_session *s)
     struct rt_names *names = &s->main_scope.names;
     if (!s->calls || !s->input_values || !s->input_desc || !s->input_set ||
         !s->output_values || !s->output_desc || rt_names_init(&s->main_scope.names, cap))
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory building the plan");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory building the plan");
 
     enum dtrx_status st = DTRX_OK;
     for (int i = 0; i < g->n_initializers && !st; i++) {
@@ -222,7 +222,7 @@ enum dtrx_status rt_plan_build(struct dtrx_session *s)
             break;
         }
         int id = new_value(s, names, init->name, RT_VALUE_INITIALIZER);
-        st = id < 0 ? rt_fail(DTRX_ERR_INTERNAL, "out of host memory") : load_initializer(s, s->values[id], init);
+        st = id < 0 ? rt_fail(DTRX_ERR_BUDGET, "out of host memory") : load_initializer(s, s->values[id], init);
     }
     for (int i = 0; i < g->n_inputs && !st; i++) {
         const struct onnx_value_info *vi = &g->inputs[i];
@@ -237,7 +237,7 @@ enum dtrx_status rt_plan_build(struct dtrx_session *s)
         }
         s->input_values[s->n_inputs] = new_value(s, names, vi->name, RT_VALUE_INPUT);
         if (s->input_values[s->n_inputs] < 0) {
-            st = rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+            st = rt_fail(DTRX_ERR_BUDGET, "out of host memory");
             break;
         }
         value_desc_from_info(&s->input_desc[s->n_inputs], vi);

@@ -59,7 +59,7 @@ enum dtrx_status dtrx_session_set_plan(struct dtrx_session *s, const struct dtrx
         if (p)
             free(p->kind);
         free(p);
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     }
     s->plan = p;
     /* A value the program drops stays until the schedule frees it: the
@@ -71,7 +71,7 @@ enum dtrx_status dtrx_session_set_plan(struct dtrx_session *s, const struct dtrx
         if (!(p->node[i] = strdup(steps[i].node ? steps[i].node : ""))) {
             p->n = i;
             rt_plan_free(s);
-            return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+            return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
         }
         p->n = i + 1;
     }
@@ -232,7 +232,7 @@ enum dtrx_status rt_plan_before_call(struct dtrx_session *s, const struct rt_cal
         return DTRX_OK;   /* optimizer updates are outside the schedule */
     const char *name = rt_step_name(s, c);
     if (!name)
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     for (; p->cursor < p->n; p->cursor++) {
         if (p->kind[p->cursor] == DTRX_PLAN_FREE) {
             free_node(s, p->node[p->cursor]);

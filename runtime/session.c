@@ -48,7 +48,7 @@ static enum dtrx_status widen_half(struct dtrx_session *s)
     s->output_half = calloc((size_t)g->n_outputs + 1, sizeof *s->output_half);
     s->output_narrow = calloc((size_t)g->n_outputs + 1, sizeof *s->output_narrow);
     if (!s->input_half || !s->output_half || !s->output_narrow)
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     for (int i = 0; i < g->n_inputs; i++)
         if (g->inputs[i].kind == ONNX_VALUE_TENSOR && (g->inputs[i].elem_type == ONNX_DTYPE_FLOAT16 ||
                                                         g->inputs[i].elem_type == ONNX_DTYPE_BFLOAT16))
@@ -87,7 +87,7 @@ enum dtrx_status dtrx_session_create(const char *model_path, const struct dtrx_o
     *out = NULL;
     struct dtrx_session *s = calloc(1, sizeof *s);
     if (!s)
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     if (opts)
         s->opts = *opts;
     else
@@ -243,12 +243,12 @@ enum dtrx_status dtrx_session_bind_dim(struct dtrx_session *s, const char *name,
         }
     struct rt_dim_binding *d = realloc(s->dims, sizeof *d * (size_t)(s->n_dims + 1));
     if (!d)
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     s->dims = d;
     d[s->n_dims].name = strdup(name);
     d[s->n_dims].value = value;
     if (!d[s->n_dims].name)
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     s->n_dims++;
     return DTRX_OK;
 }
@@ -261,7 +261,7 @@ static enum dtrx_status set_input_widened(struct dtrx_session *s, int index, con
     int64_t n = dtrx_tensor_numel(t);
     float *data = malloc((size_t)(n > 0 ? n : 1) * sizeof *data);
     if (!data)
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory for input '%s'", s->input_desc[index].name);
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory for input '%s'", s->input_desc[index].name);
     for (int64_t i = 0; i < n; i++)
         data[i] = onnx_half_to_float(((const uint16_t *)t->data)[i], t->dtype);
     f.data = data;
@@ -294,6 +294,11 @@ enum dtrx_status dtrx_session_set_input(struct dtrx_session *s, int index, const
                                "input '%s': dimension %d is %lld, the model declares %lld", d->name, i,
                                (long long)t->dims[i], (long long)d->dims[i]);
     }
+    struct tensor shape = { .dtype = t->dtype, .rank = t->rank };
+    memcpy(shape.dims, t->dims, sizeof t->dims[0] * (size_t)t->rank);
+    char msg[400];
+    if (tensor_check_size(&shape, msg, sizeof msg))
+        return rt_fail(DTRX_ERR_INPUT, "input '%s': %s", d->name, msg);
     struct rt_value *v = s->values[s->input_values[index]];
     size_t old_bytes = rt_value_bytes(s, v);
     rt_value_release(s, v);
@@ -319,7 +324,7 @@ static enum dtrx_status narrow_output(const struct dtrx_session *s, int index, s
     int64_t n = dtrx_tensor_numel(out);
     uint16_t *half = realloc(s->output_narrow[index], (size_t)(n > 0 ? n : 1) * sizeof *half);
     if (!half)
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory for output %d", index);
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory for output %d", index);
     s->output_narrow[index] = half;
     for (int64_t i = 0; i < n; i++)
         half[i] = onnx_float_to_half(((const float *)out->data)[i], s->output_half[index]);

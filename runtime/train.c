@@ -93,7 +93,7 @@ enum dtrx_status dtrx_session_train_begin(struct dtrx_session *s, const struct d
     t->params = calloc((size_t)s->n_values + 1, sizeof(int));
     t->state = calloc(2 * (size_t)s->n_values + 2, sizeof(int));
     if (!t->params || !t->state)
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     for (int i = 0; i < s->n_values; i++) {
         struct rt_value *v = s->values[i];
         v->grad = -1;
@@ -114,7 +114,7 @@ enum dtrx_status dtrx_session_train_begin(struct dtrx_session *s, const struct d
     /* For each parameter, the first call that reads it (pin_final_grads). */
     t->first_use = malloc(sizeof(int) * (size_t)(s->n_values + 1));
     if (!t->first_use)
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     t->n_first_use = s->n_values;
     for (int i = 0; i < s->n_values; i++)
         t->first_use[i] = -1;   /* filled as the tape is recorded (rt_tape_push) */
@@ -196,7 +196,7 @@ static enum dtrx_status draw_targets(struct dtrx_session *s, int loss, int last_
     size_t bytes = tensor_size_bytes(&t);
     t.data = malloc(bytes ? bytes : 1);
     if (!t.data)
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     uint64_t state = s->opts.seed * 7919u + 17 +
                      (s->train.opts.fresh_targets ? (uint64_t)s->train.step * 0x9e3779b97f4a7c15ull : 0);
     for (int64_t i = 0; i < tensor_numel(&t); i++) {
@@ -525,7 +525,7 @@ static enum dtrx_status backward_call(struct dtrx_session *s, struct rt_call *c)
     int dy_inline[16], *dy = c->n_out > 16 ? malloc(sizeof(int) * (size_t)c->n_out) : dy_inline;
     uint8_t need_inline[64], *need = c->n_in > 64 ? malloc((size_t)c->n_in) : need_inline;
     if (!dy || !need)
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     for (int i = 0; i < c->n_out; i++) {
         dy[i] = c->out[i] >= 0 ? s->values[c->out[i]]->grad : -1;
         any_dy |= dy[i] >= 0;
@@ -551,7 +551,7 @@ static enum dtrx_status backward_call(struct dtrx_session *s, struct rt_call *c)
                 free(in_t);
             if (out_t != out_inline)
                 free(out_t);
-            st = rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+            st = rt_fail(DTRX_ERR_BUDGET, "out of host memory");
             goto done;
         }
         for (int i = 0; i < c->n_in; i++)
@@ -579,7 +579,7 @@ static enum dtrx_status backward_call(struct dtrx_session *s, struct rt_call *c)
             *h = v->t;
             size_t bytes = tensor_size_bytes(h);
             if (!(h->data = malloc(bytes ? bytes : 1))) {
-                st = rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+                st = rt_fail(DTRX_ERR_BUDGET, "out of host memory");
                 break;
             }
             n_host++;
@@ -838,7 +838,7 @@ enum dtrx_status dtrx_session_get_grad(const struct dtrx_session *s, const char 
             struct dtrx_session *ms = (struct dtrx_session *)s;
             void *p = realloc(ms->grad_host, tensor_size_bytes(g) + 1);
             if (!p)
-                return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+                return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
             ms->grad_host = p;
             enum dtrx_status st = rt_budget_read(ms, gv, p);
             out->data = p;

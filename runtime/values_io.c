@@ -49,14 +49,14 @@ static enum dtrx_status value_fill(struct dtrx_session *s, int id, const struct 
         return rt_fail(DTRX_ERR_INPUT, "input '%s': an optional holds at most one value", name);
     int *elems = calloc((size_t)src->n_elems + 1, sizeof(int));
     if (!elems)
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     struct rt_value *v = s->values[id];
     v->container = src->kind == DTRX_VALUE_SEQUENCE ? RT_SEQUENCE : RT_OPTIONAL;
     v->elems = elems;
     for (int i = 0; i < src->n_elems; i++) {
         int e = rt_value_new(s, name, RT_VALUE_INPUT);
         if (e < 0)
-            return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+            return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
         v = s->values[id];
         v->elems[v->n_elems++] = e;
         s->values[e]->remaining = 1;   /* held by the list; inputs are never released anyway */
@@ -102,7 +102,7 @@ static enum dtrx_status value_copy(struct dtrx_session *s, int id, struct dtrx_v
         out->kind = v->container == RT_SEQUENCE ? DTRX_VALUE_SEQUENCE : DTRX_VALUE_OPTIONAL;
         out->elems = calloc((size_t)v->n_elems + 1, sizeof *out->elems);
         if (!out->elems)
-            return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+            return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
         for (int i = 0; i < v->n_elems; i++) {
             out->n_elems++;
             enum dtrx_status st = value_copy(s, s->values[id]->elems[i], &out->elems[i]);
@@ -117,7 +117,7 @@ static enum dtrx_status value_copy(struct dtrx_session *s, int id, struct dtrx_v
     memcpy(out->tensor.dims, v->t.dims, sizeof out->tensor.dims);
     size_t bytes = tensor_size_bytes(&v->t);
     if (!(out->tensor.data = malloc(bytes ? bytes : 1)))
-        return rt_fail(DTRX_ERR_INTERNAL, "out of host memory");
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     if (!bytes)
         return DTRX_OK;
     if (!rt_value_live(s, v))
