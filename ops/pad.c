@@ -91,7 +91,10 @@ int pad_amounts(const struct op_call *c, int64_t *begin, int64_t *end)
         end[axes[i]] = pads[i + n_axes];
     }
     for (int i = 0; i < rank; i++) {
-        int64_t d = x->dims[i], out = d + begin[i] + end[i];
+        int64_t d = x->dims[i], out;
+        if (__builtin_add_overflow(d, begin[i], &out) || __builtin_add_overflow(out, end[i], &out))
+            return op_error(c, "pads %lld and %lld on axis %d's %lld elements overflow int64 (limit 2^62 bytes)",
+                            (long long)begin[i], (long long)end[i], i, (long long)d);
         if (out < 0)
             return op_error(c, "pads %lld and %lld crop more than axis %d's %lld elements",
                             (long long)begin[i], (long long)end[i], i, (long long)d);

@@ -19,6 +19,10 @@ from onnx import TensorProto, helper, numpy_helper
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
 vi = helper.make_tensor_value_info
 failures = []
+# Under ASan an allocation of terabytes aborts unless told to fail as malloc
+# does: the out-of-memory paths are what these cases check.
+ENV = dict(os.environ, ASAN_OPTIONS=":".join(filter(None, [os.environ.get("ASAN_OPTIONS"),
+                                                            "allocator_may_return_null=1"])))
 
 
 def save(tmp, name, nodes, inputs, outputs, inits=(), opset=13):
@@ -41,7 +45,7 @@ def small_model(tmp):
 def expect(label, cmd, code, *needles, stdin=None):
     """Runs cmd; the exit code must be `code` and stderr must contain every needle."""
     try:
-        p = subprocess.run(cmd, capture_output=True, timeout=120, input=stdin)
+        p = subprocess.run(cmd, capture_output=True, timeout=120, input=stdin, env=ENV)
     except subprocess.TimeoutExpired:
         failures.append(f"{label}: timed out")
         print(f"FAIL {label}: timed out")
@@ -125,6 +129,10 @@ def sizes(exe, tmp):
                    [vi("x", F, [1])], [vi("y", F, None)],
                    [helper.make_tensor("s", I64, [2], [2 ** 32, 2 ** 32])])
     expect("reshape-wrap", [exe, reshape], 1, "node 'rs0' (Reshape)", "more elements than int64")
+    # Pads whose sum with the axis overflows int64.
+    pad = save(tmp, "pad_wrap", [helper.make_node("Pad", ["x", "p"], ["y"], name="pad0")], [vi("x", F, [2])],
+               [vi("y", F, None)], [helper.make_tensor("p", I64, [2], [2 ** 62, 2 ** 62])])
+    expect("pad-int64-overflow", [exe, pad], 1, "node 'pad0' (Pad)", "overflow int64")
     # Possible but does not fit: 2^40 floats is 4 TiB.
     fits_not = save(tmp, "tile40", [helper.make_node("Tile", ["x", "r"], ["y"], name="tile40")], [vi("x", F, [1])],
                     [vi("y", F, None)], [helper.make_tensor("r", I64, [1], [2 ** 40])])
