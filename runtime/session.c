@@ -148,7 +148,9 @@ enum dtrx_status dtrx_session_create(const char *model_path, const struct dtrx_o
         arena_release(&s->arena);
         rt_device_close(s);
         free(s);
-        return rt_fail(DTRX_ERR_INPUT, "%s", err);
+        /* the loader's allocation failures are out of memory (exit 2), the
+         * rest bad input */
+        return rt_fail(strstr(err, "out of memory") ? DTRX_ERR_BUDGET : DTRX_ERR_INPUT, "%s", err);
     }
     enum dtrx_status st = widen_half(s);
     if (!st)
