@@ -95,6 +95,8 @@ static const struct {
 
 int rt_input_differentiable(const char *domain, const char *op, int i)
 {
+    if (domain && !strcmp(domain, "ai.onnx.ml"))
+        return 0;   /* classical ML: steps and selections (ops/ml.c) */
     if (domain && domain[0])
         return 1;
     for (size_t k = 0; k < sizeof no_grad_inputs / sizeof no_grad_inputs[0]; k++)

@@ -7,8 +7,10 @@ ai.onnx.preview.training optimizers (float64, T > 0, several tensors,
 norm_coefficient_post, nesterov) and TfIdfVectorizer (IDF, TFIDF, 3-grams,
 permuted indexes, int64 tokens) against onnx.reference; Bernoulli and
 RandomUniformLike, whose node tests expect numpy's generator, by their
-statistics, ranges, types and determinism; clear errors for bad attributes
-and inputs. Each case is a model run with `dtrexec MODEL --output-dir`.
+statistics, ranges, types and determinism; ai.onnx.ml's Binarizer (every
+type, NaN, thresholds) and ArrayFeatureExtractor (ranks 1..3, repeated and
+2-D indices) against onnx.reference; clear errors for bad attributes and
+inputs. Each case is a model run with `dtrexec MODEL --output-dir`.
 
 Usage: rare_ops_check.py DTREXEC"""
 import os
@@ -251,6 +253,40 @@ def tfidf_cases():
                                         opset=9), ins, ["string tensors are out of scope"])
 
 
+# ---- ai.onnx.ml: Binarizer, ArrayFeatureExtractor ---------------------------------------------
+ML = "ai.onnx.ml"
+
+
+def ml_model(nodes, inputs, outputs):
+    m = model(nodes, inputs, outputs, domains=(ML,))
+    return m
+
+
+def ml_cases():
+    x = rng.standard_normal((3, 5)).astype(np.float32)
+    x[0, 0] = np.nan
+    for dtype, thr in ((np.float32, 0.25), (np.float64, -0.5), (np.int32, 2.0), (np.int64, -1.5)):
+        xs = x if dtype in (np.float32, np.float64) else rng.integers(-5, 6, (4, 3))
+        ins = [("X", xs.astype(dtype))]
+        m = ml_model([helper.make_node("Binarizer", ["X"], ["Y"], domain=ML, threshold=thr)], ins, ["Y"])
+        label = f"binarizer_{np.dtype(dtype).name}"
+        got, _ = run(label, m, ins)
+        expect_close(label, got, ReferenceEvaluator(m).run(None, dict(ins)), rtol=0, atol=0)
+    data = rng.standard_normal((2, 3, 6)).astype(np.float32)
+    for label, xs, idx in (("afe_rank3", data, np.array([5, 0, 0, 2], np.int64)),
+                           ("afe_rank1", data[0, 0], np.array([1, 4], np.int64)),
+                           ("afe_rank2_idx2d", data[0], np.array([[3, 1], [0, 5]], np.int64)),
+                           ("afe_int64", rng.integers(-9, 9, (3, 4)).astype(np.int64), np.array([3], np.int64))):
+        ins = [("X", xs), ("Y", idx)]
+        m = ml_model([helper.make_node("ArrayFeatureExtractor", ["X", "Y"], ["Z"], domain=ML)], ins, ["Z"])
+        got, _ = run(label, m, ins)
+        expect_close(label, got, ReferenceEvaluator(m).run(None, dict(ins)), rtol=0, atol=0)
+    ins = [("X", data), ("Y", np.array([6], np.int64))]
+    expect_error("afe_out_of_range", ml_model([helper.make_node("ArrayFeatureExtractor", ["X", "Y"], ["Z"],
+                                                                domain=ML)], ins, ["Z"]), ins,
+                 ["ArrayFeatureExtractor", "outside [0, 6)"])
+
+
 # ---- Bernoulli, RandomUniformLike --------------------------------------------------------------
 def random_cases():
     n = 40000
@@ -324,6 +360,7 @@ def main():
     optimizer_cases()
     tfidf_cases()
     random_cases()
+    ml_cases()
     for f in failures:
         print("FAIL", f)
     print(f"rare ops: {len(failures)} failures")
