@@ -1,5 +1,5 @@
 /* tests/cuda_emu/quant_check.c — the "quant" family's CUDA kernels
- * (ops/cuda/quant.c, quant_kernels.cu) run on the host (see run_quant.sh)
+ * (ops/cuda/quant.c, quant_kernels.cu) run on the host (see run_family.sh quant)
  * against the CPU kernels of the same operators on the same inputs:
  * QuantizeLinear and DequantizeLinear per tensor, per axis and blocked
  * (with a remainder block), every output type, int32 inputs, `precision`,
