@@ -11,18 +11,14 @@ it runs as its own CTest case (grad/activation)."""
 import numpy as np
 from onnx import helper
 
-from gradutil import away_from, graph_model, rand, single_op
+from gradutil import away_from, case_adder, graph_model, rand, single_op
 
 F64 = np.float64
 
 CASES = []
 
 
-def case(name, model, args=None):
-    c = {"name": name, "model": model}
-    if args:
-        c["args"] = args
-    CASES.append(c)
+case = case_adder(CASES)
 
 
 def wide(*s, dtype=np.float32, kinks=(0,)):

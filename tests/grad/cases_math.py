@@ -6,7 +6,7 @@ of Relu/Abs/Clip/Max so that finite differences are meaningful."""
 import numpy as np
 from onnx import helper
 
-from gradutil import away_from, graph_model, rand, single_op
+from gradutil import away_from, case_adder, graph_model, rand, single_op
 
 I64 = np.int64
 F64 = np.float64
@@ -22,11 +22,7 @@ NO_GRAD = ['lo', 'hi']
 CASES = []
 
 
-def case(name, model, args=None):
-    c = {"name": name, "model": model}
-    if args:
-        c["args"] = args
-    CASES.append(c)
+case = case_adder(CASES)
 
 
 # shapes for binary ops: same, broadcast one way, the other way, both ways, rank 0

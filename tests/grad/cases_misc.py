@@ -4,7 +4,7 @@ the thresholds of ThresholdedRelu and Shrink), in float and double, at the
 opsets where each was (re)defined."""
 import numpy as np
 
-from gradutil import away_from, rand, single_op
+from gradutil import away_from, case_adder, rand, single_op
 
 F64 = np.float64
 I64 = np.int64
@@ -12,11 +12,7 @@ I64 = np.int64
 CASES = []
 
 
-def case(name, model, args=None):
-    c = {"name": name, "model": model}
-    if args:
-        c["args"] = args
-    CASES.append(c)
+case = case_adder(CASES)
 
 
 # ---- one-input math (ops/unary_trig.c) ----------------------------------------

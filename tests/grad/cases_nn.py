@@ -23,18 +23,12 @@ made of ordinary calls by the runtime) with score_mod and prob_mod."""
 import numpy as np
 from onnx import helper
 
-from gradutil import graph_model, rand, single_op
+from gradutil import case_adder, graph_model, rand, single_op
 
 CASES = []
 
 
-def case(name, model, args=None, no_grad=None):
-    c = {"name": name, "model": model}
-    if args:
-        c["args"] = args
-    if no_grad:
-        c["no_grad"] = no_grad
-    CASES.append(c)
+case = case_adder(CASES)
 
 
 def no_ties(*shape, gap=0.05):

@@ -6,7 +6,7 @@ accumulate, padding modes, interpolation modes, training-mode masks)."""
 import numpy as np
 from onnx import helper
 
-from gradutil import graph_model, rand, single_op
+from gradutil import case_adder, graph_model, rand, single_op
 
 I64 = np.int64
 BIG = np.iinfo(np.int64).max
@@ -27,11 +27,7 @@ NO_GRAD = ['sc', 'r']
 CASES = []
 
 
-def case(name, model, args=None):
-    c = {"name": name, "model": model}
-    if args:
-        c["args"] = args
-    CASES.append(c)
+case = case_adder(CASES)
 
 
 # ---- views --------------------------------------------------------------------

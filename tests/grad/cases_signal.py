@@ -6,7 +6,7 @@ and Col2Im (ops/col2im.c: strides, pads, dilations, 1-3 spatial axes), in
 float and double."""
 import numpy as np
 
-from gradutil import away_from, rand, single_op
+from gradutil import away_from, case_adder, rand, single_op
 
 F64 = np.float64
 I64 = np.int64
@@ -14,11 +14,7 @@ I64 = np.int64
 CASES = []
 
 
-def case(name, model, args=None):
-    c = {"name": name, "model": model}
-    if args:
-        c["args"] = args
-    CASES.append(c)
+case = case_adder(CASES)
 
 
 # ---- LpPool: inputs kept off 0, where |x|^p has its kink (p = 1) -------------

@@ -5,7 +5,7 @@ RoiAlign and DeformConv are kept off the integer grid, where bilinear weights
 have kinks, so that finite differences stay on one piece."""
 import numpy as np
 
-from gradutil import away_from, rand, single_op
+from gradutil import away_from, case_adder, rand, single_op
 
 F64 = np.float64
 I64 = np.int64
@@ -15,13 +15,7 @@ CASES = []
 NO_GRAD = ["rois"]
 
 
-def case(name, model, args=None, no_grad=None):
-    c = {"name": name, "model": model}
-    if args:
-        c["args"] = args
-    if no_grad:
-        c["no_grad"] = no_grad
-    CASES.append(c)
+case = case_adder(CASES)
 
 
 # ---- CenterCropPad: crop and pad on different axes, odd differences -------------

@@ -55,3 +55,16 @@ def away_from(x, points, gap=0.05):
         near = np.abs(x - p) < gap
         x[near] = p + np.where(x[near] >= p, gap, -gap).astype(x.dtype)
     return x
+
+
+def case_adder(cases):
+    """The case(name, model, args=None, no_grad=None) of a case module:
+    appends {"name", "model"[, "args"][, "no_grad"]} to `cases`."""
+    def case(name, model, args=None, no_grad=None):
+        c = {"name": name, "model": model}
+        if args:
+            c["args"] = args
+        if no_grad:
+            c["no_grad"] = no_grad
+        cases.append(c)
+    return case
