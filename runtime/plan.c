@@ -146,6 +146,14 @@ enum dtrx_status rt_call_build(struct dtrx_session *s, struct rt_scope *scope, c
     if (n->n_inputs < d->min_in || (d->max_in != OP_VARIADIC && n->n_inputs > d->max_in))
         return rt_fail(DTRX_ERR_INPUT, "node '%s' (%s): %d inputs, expected %s", n->name, n->op_type, n->n_inputs,
                        arity_text(want, sizeof want, d->min_in, d->max_in));
+    /* "" marks an omitted optional input; the first min_in are required
+     * (but Loop's M and cond and Scan-8's sequence_lens lead and are
+     * optional: runtime/control.c checks those). */
+    int leading_optional = !strcmp(n->op_type, "Loop") || !strcmp(n->op_type, "Scan");
+    for (int i = 0; !leading_optional && i < d->min_in && i < n->n_inputs; i++)
+        if (!n->inputs[i][0])
+            return rt_fail(DTRX_ERR_INPUT, "node '%s' (%s): input %d is required, but the node leaves it empty",
+                           n->name, n->op_type, i);
     if (n->n_outputs < d->min_out || (d->max_out != OP_VARIADIC && n->n_outputs > d->max_out))
         return rt_fail(DTRX_ERR_INPUT, "node '%s' (%s): %d outputs, expected %s", n->name, n->op_type, n->n_outputs,
                        arity_text(want, sizeof want, d->min_out, d->max_out));

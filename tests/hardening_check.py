@@ -197,6 +197,14 @@ def options(exe, tmp):
 
 
 def messages(exe, tmp):
+    # A required input left empty ("" marks an omitted optional one) crashed
+    # Gemm's shape inference and OptionalGetElement (found by tests/fuzz).
+    gemm = save(tmp, "gemm_empty", [helper.make_node("Gemm", ["", "b"], ["y"], name="g")],
+                [vi("b", F, [3, 4])], [vi("y", F, None)])
+    expect("required-input-empty", [exe, gemm], 1, "node 'g' (Gemm)", "input 0 is required")
+    oge = save(tmp, "oge_empty", [helper.make_node("OptionalGetElement", [""], ["y"], name="oge")],
+               [vi("x", F, [2])], [vi("y", F, None)], opset=18)
+    expect("optional-input-empty", [exe, oge], 1, "node 'oge' (OptionalGetElement)", "input 0 is required")
     # `dtrexec --help` points to --help-run, which was rejected.
     p = subprocess.run([exe, "--help"], capture_output=True)
     if p.returncode != 0 or b"--help-run" not in p.stdout:
