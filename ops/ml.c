@@ -272,7 +272,7 @@ static uint8_t *te_flags(const int64_t *v, int64_t n)
 
 static int te_check(struct te_params *p, const struct onnx_node *node, char *err, size_t err_size)
 {
-    int64_t n, nn = p->n_nodes;
+    int64_t n, nn;
     int64_t *tl = NULL, *fl = NULL, *mv = NULL;
     int rc = -1;
     const struct onnx_attr *a;
@@ -429,7 +429,8 @@ static int te_check(struct te_params *p, const struct onnx_node *node, char *err
         int64_t tmax = p->trueleaf[i] ? p->n_leaves : nn, fmax = p->falseleaf[i] ? p->n_leaves : nn;
         if (t < 0 || t >= tmax || f < 0 || f >= fmax) {
             ew_parse_error(err, err_size,
-                           "node %lld's branches (true %s %lld, false %s %lld) are outside the %lld nodes / %lld leaves",
+                           "node %lld's branches (true %s %lld, false %s %lld) are outside the %lld nodes / "
+                           "%lld leaves",
                            (long long)i, p->trueleaf[i] ? "leaf" : "node", (long long)t,
                            p->falseleaf[i] ? "leaf" : "node", (long long)f, (long long)nn, (long long)p->n_leaves);
             goto out;
@@ -454,13 +455,13 @@ static int te_check(struct te_params *p, const struct onnx_node *node, char *err
                            (long long)p->roots[i], (long long)nn);
             goto out;
         }
-    p->agg = (int)onnx_node_attr_int(node, "aggregate_function", TE_SUM);
-    if (onnx_node_attr_int(node, "aggregate_function", TE_SUM) < TE_AVERAGE ||
-        onnx_node_attr_int(node, "aggregate_function", TE_SUM) > TE_MAX) {
+    int64_t agg = onnx_node_attr_int(node, "aggregate_function", TE_SUM);
+    if (agg < TE_AVERAGE || agg > TE_MAX) {
         ew_parse_error(err, err_size, "aggregate_function %lld is not one of 0 AVERAGE, 1 SUM, 2 MIN, 3 MAX",
-                       (long long)onnx_node_attr_int(node, "aggregate_function", TE_SUM));
+                       (long long)agg);
         goto out;
     }
+    p->agg = (int)agg;
     int64_t post = onnx_node_attr_int(node, "post_transform", TE_NONE);
     if (post < TE_NONE || post > TE_PROBIT) {
         ew_parse_error(err, err_size,
@@ -832,8 +833,9 @@ static int le_build(struct le_params *p, const struct onnx_node *node, int versi
         if (a->t->dtype == ONNX_DTYPE_STRING)
             return ew_parse_error(err, err_size, "attribute 'default_tensor': string tensors are out of scope");
         if (a->t->dtype != vdt || onnx_tensor_numel(a->t) != 1)
-            return ew_parse_error(err, err_size, "attribute 'default_tensor' must hold one %s (the values' type), got %s "
-                                  "of %lld elements", onnx_dtype_name(vdt), onnx_dtype_name(a->t->dtype),
+            return ew_parse_error(err, err_size,
+                                  "attribute 'default_tensor' must hold one %s (the values' type), got %s of %lld "
+                                  "elements", onnx_dtype_name(vdt), onnx_dtype_name(a->t->dtype),
                                   (long long)onnx_tensor_numel(a->t));
         le_get(vdt, a->t->data, 0, &p->def_i, &p->def_d);
     } else if (le_is_float(vdt)) {

@@ -370,8 +370,8 @@ def label_encoder_cases():
     t = numpy_helper.from_array
     ints = rng.integers(-3, 8, (4, 5)).astype(np.int64)
     floats = rng.choice(np.array([0.5, -1.25, 2.0, 7.0, 3.0], np.float32), (3, 4))
-    cases = [("le2_int_float", 2, ints, dict(keys_int64s=[1, 5, -2, 3, 5], values_floats=[0.5, 1.5, -2.0, 9.0, 7.0],
-                                             default_float=4.25)),
+    cases = [("le2_int_float", 2, ints, dict(keys_int64s=[1, 5, -2, 3, 5],
+                                             values_floats=[0.5, 1.5, -2.0, 9.0, 7.0], default_float=4.25)),
              ("le2_float_int", 2, floats, dict(keys_floats=[0.5, 2.0, 7.0], values_int64s=[10, 20, 30])),
              ("le2_int_int", 2, ints, dict(keys_int64s=[0, 1, 2], values_int64s=[5, 6, 7], default_int64=-9)),
              ("le4_int32_double", 4, ints.astype(np.int32),
@@ -379,7 +379,8 @@ def label_encoder_cases():
                    values_tensor=t(np.array([0.1, 0.2, 0.3, 0.4]), "v"), default_tensor=t(np.array([-1.5]), "d"))),
              ("le4_double_int16", 4, floats.astype(np.float64),
               dict(keys_tensor=t(np.array([0.5, -1.25, 3.0]), "k"),
-                   values_tensor=t(np.array([1, 2, 3], np.int16), "v"), default_tensor=t(np.array([7], np.int16), "d"))),
+                   values_tensor=t(np.array([1, 2, 3], np.int16), "v"),
+                   default_tensor=t(np.array([7], np.int16), "d"))),
              ("le4_float_lists", 4, floats, dict(keys_floats=[2.0, 3.0], values_floats=[-2.0, -3.0]))]
     for label, ver, xs, attrs in cases:
         ins = [("X", xs)]
@@ -393,17 +394,20 @@ def label_encoder_cases():
     got, _ = run("le_nan_key", m, [("X", xs)])
     expect_close("le_nan_key", got, [np.array([4, 3, 4, 0], np.int64)], rtol=0, atol=0)
     ins = [("X", ints)]
-    bad = [("le_string_keys", 2, dict(keys_strings=["a"], values_int64s=[1]), ["LabelEncoder", "string tensors are out of scope"]),
-           ("le_string_values", 2, dict(keys_int64s=[1], values_strings=["a"]), ["LabelEncoder", "string tensors are out of scope"]),
+    out_of_scope = ["LabelEncoder", "string tensors are out of scope"]
+    bad = [("le_string_keys", 2, dict(keys_strings=["a"], values_int64s=[1]), out_of_scope),
+           ("le_string_values", 2, dict(keys_int64s=[1], values_strings=["a"]), out_of_scope),
            ("le_lengths", 2, dict(keys_int64s=[1, 2], values_int64s=[1]), ["LabelEncoder", "2 keys but 1 values"]),
-           ("le_two_keys", 2, dict(keys_int64s=[1], keys_floats=[1.0], values_int64s=[1]), ["LabelEncoder", "more than one keys_*"]),
-           ("le_key_type", 2, dict(keys_floats=[1.0], values_int64s=[1]), ["LabelEncoder", "X is int64 but the keys are float"]),
+           ("le_two_keys", 2, dict(keys_int64s=[1], keys_floats=[1.0], values_int64s=[1]),
+            ["LabelEncoder", "more than one keys_*"]),
+           ("le_key_type", 2, dict(keys_floats=[1.0], values_int64s=[1]),
+            ["LabelEncoder", "X is int64 but the keys are float"]),
            ("le_default_type", 4, dict(keys_int64s=[1], values_tensor=t(np.array([1.0]), "v"),
                                        default_tensor=t(np.array([1], np.int64), "d")),
             ["LabelEncoder", "'default_tensor' must hold one float64"])]
     for label, ver, attrs, words in bad:
-        expect_error(label, ml_model([helper.make_node("LabelEncoder", ["X"], ["Y"], domain=ML, **attrs)], ins, ["Y"],
-                                     version=ver), ins, words)
+        node = helper.make_node("LabelEncoder", ["X"], ["Y"], domain=ML, **attrs)
+        expect_error(label, ml_model([node], ins, ["Y"], version=ver), ins, words)
 
 
 # ---- Bernoulli, RandomUniformLike --------------------------------------------------------------
