@@ -361,7 +361,8 @@ def tree_ensemble_cases():
             ["TreeEnsemble", "membership_values holds 2"]),
            ("te_bad_feature", dict(nodes_featureids=[0, 1, 3, 2, 0, 1]), ["TreeEnsemble", "outside X's 3 features"]),
            ("te_bad_branch", dict(nodes_truenodeids=[1, 0, 9, 4, 5, 5]), ["TreeEnsemble", "node 2's branches"]),
-           ("te_bad_lengths", dict(nodes_falseleafs=[0, 1, 1]), ["TreeEnsemble", "nodes_falseleafs' has 3"])]
+           ("te_bad_lengths", dict(nodes_falseleafs=[0, 1, 1]), ["TreeEnsemble", "nodes_falseleafs' has 3"]),
+           ("te_cycle", dict(nodes_trueleafs=[0, 0, 1, 1, 1, 1]), ["TreeEnsemble", "tree 0 (root 0) has a cycle"])]
     for label, kw, words in bad:
         expect_error(label, ml_model([te_node(**kw)], ins, ["Y"], version=5), ins, words)
 
