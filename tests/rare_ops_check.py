@@ -394,6 +394,16 @@ def label_encoder_cases():
                                    values_int64s=[3, 4], default_int64=0)], [("X", xs)], ["Y"], version=2)
     got, _ = run("le_nan_key", m, [("X", xs)])
     expect_close("le_nan_key", got, [np.array([4, 3, 4, 0], np.int64)], rtol=0, atol=0)
+    # Version 4 without default_tensor: -1 for integer values, -0.0 for float ones (the schema; the
+    # reference needs default_tensor).
+    xs = np.array([1, 2, 3], np.int64)
+    for label, vals, want in (("le4_no_default_int", np.array([7, 8], np.int32), np.array([7, 8, -1], np.int32)),
+                              ("le4_no_default_float", np.array([0.5, 1.5]), np.array([0.5, 1.5, -0.0]))):
+        m = ml_model([helper.make_node("LabelEncoder", ["X"], ["Y"], domain=ML, keys_int64s=[1, 2],
+                                       values_tensor=t(vals, "v"))], [("X", xs)], ["Y"], version=4)
+        got, _ = run(label, m, [("X", xs)])
+        expect_close(label, got, [want], rtol=0, atol=0)
+        check(label, got is None or np.signbit(got[0][2]) == np.signbit(want[2]), "default's sign")
     ins = [("X", ints)]
     out_of_scope = ["LabelEncoder", "string tensors are out of scope"]
     bad = [("le_string_keys", 2, dict(keys_strings=["a"], values_int64s=[1]), out_of_scope),
