@@ -98,9 +98,11 @@
     /* DepthToSpace, SpaceToDepth of ops/depth_space.c */ \
     X(op_depth_to_space) \
     X(op_space_to_depth) \
-    /* ai.onnx.ml's Binarizer and ArrayFeatureExtractor of ops/ml.c */ \
+    /* ai.onnx.ml's Binarizer, ArrayFeatureExtractor, TreeEnsemble and LabelEncoder of ops/ml.c */ \
     X(op_binarizer) \
     X(op_array_feature_extractor) \
+    X(op_tree_ensemble) \
+    X(op_label_encoder) \
     /* EyeLike, NonZero of ops/eye_nonzero.c */ \
     X(op_eye_like) \
     X(op_nonzero) \

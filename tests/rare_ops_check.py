@@ -9,7 +9,13 @@ permuted indexes, int64 tokens) against onnx.reference; Bernoulli and
 RandomUniformLike, whose node tests expect numpy's generator, by their
 statistics, ranges, types and determinism; ai.onnx.ml's Binarizer (every
 type, NaN, thresholds) and ArrayFeatureExtractor (ranks 1..3, repeated and
-2-D indices) against onnx.reference; clear errors for bad attributes and
+2-D indices), TreeEnsemble (every node mode, NaN with and without
+nodes_missing_value_tracks_true, set membership, a one-leaf tree, float
+and double weights, every aggregate; the post transforms, which
+onnx.reference leaves out, applied to its output with its own
+_common_classifier functions) and LabelEncoder 2 and 4 (int/float keys and
+values, tensors, defaults, repeated keys; NaN keys by the schema) against
+onnx.reference; clear errors for bad attributes and
 inputs. Each case is a model run with `dtrexec MODEL --output-dir`.
 
 Usage: rare_ops_check.py DTREXEC"""
@@ -257,8 +263,9 @@ def tfidf_cases():
 ML = "ai.onnx.ml"
 
 
-def ml_model(nodes, inputs, outputs):
+def ml_model(nodes, inputs, outputs, version=1):
     m = model(nodes, inputs, outputs, domains=(ML,))
+    m.opset_import[1].version = version
     return m
 
 
@@ -285,6 +292,133 @@ def ml_cases():
     expect_error("afe_out_of_range", ml_model([helper.make_node("ArrayFeatureExtractor", ["X", "Y"], ["Z"],
                                                                 domain=ML)], ins, ["Z"]), ins,
                  ["ArrayFeatureExtractor", "outside [0, 6)"])
+
+
+# ---- TreeEnsemble, LabelEncoder (ai.onnx.ml) ---------------------------------------------------
+def te_node(modes=(0, 1, 2, 3), weights_dtype=np.float32, agg=1, post=0, missing=None, n_targets=3, **over):
+    """Three trees over 3 features: 0 -> (1, 2) -> leaves 0..3; 3 -> (leaf 4, 4), 4 a MEMBER node on
+    feature 0 -> leaves 5, 6; 5 a one-leaf tree (leaf 5)."""
+    a = dict(nodes_featureids=[0, 1, 2, 2, 0, 1], nodes_truenodeids=[1, 0, 2, 4, 5, 5],
+             nodes_falsenodeids=[2, 1, 3, 4, 6, 5], nodes_trueleafs=[0, 1, 1, 1, 1, 1],
+             nodes_falseleafs=[0, 1, 1, 0, 1, 1], tree_roots=[0, 3, 5],
+             leaf_targetids=[0, 1, 2, 0, 1, 2, 0], n_targets=n_targets, aggregate_function=agg,
+             post_transform=post)
+    a["nodes_modes"] = helper.make_tensor("nodes_modes", TensorProto.UINT8, [6],
+                                          [modes[0], modes[1], modes[2], modes[3], 6, 0])
+    a["nodes_splits"] = numpy_helper.from_array(np.array([0.1, 1.0, -0.5, 2.0, 0.0, 0.0], weights_dtype),
+                                                "nodes_splits")
+    w = rng.uniform(0.05, 0.3, 7) if post == 4 else rng.uniform(-3, 3, 7)
+    a["leaf_weights"] = numpy_helper.from_array(w.astype(weights_dtype), "leaf_weights")
+    a["membership_values"] = numpy_helper.from_array(np.array([1.0, 2.0, 3.5, np.nan], np.float32),
+                                                     "membership_values")
+    if missing is not None:
+        a["nodes_missing_value_tracks_true"] = missing
+    a.update(over)
+    return helper.make_node("TreeEnsemble", ["X"], ["Y"], domain=ML, **a)
+
+
+def te_x(dtype):
+    x = rng.standard_normal((12, 3))
+    x[:4] = [[1.0, 1.0, -0.5], [2.0, 1.0, 2.0], [3.5, 0.3, -0.5], [0.1, 2.0, 2.0]]
+    x[4, 0] = x[5, 1] = x[6, 2] = x[7, 2] = np.nan
+    return x.astype(dtype)
+
+
+def tree_ensemble_cases():
+    from onnx.reference.ops.aionnxml import _common_classifier as cc
+    posts = {1: cc.softmax, 2: cc.logistic, 3: cc.softmax_zero, 4: cc.probit}
+    cases = [("te_leq_lt_gte_gt", dict(modes=(0, 1, 2, 3))),
+             ("te_eq_neq_lt_leq", dict(modes=(4, 5, 1, 0))),
+             ("te_gt_gte_eq_neq_double", dict(modes=(3, 2, 4, 5), weights_dtype=np.float64, xdtype=np.float64)),
+             ("te_missing_true", dict(modes=(0, 2, 4, 1), missing=[1, 0, 1, 1, 1, 0])),
+             ("te_double_weights_float_x", dict(weights_dtype=np.float64)),
+             ("te_average", dict(agg=0)), ("te_min", dict(agg=2, modes=(1, 3, 0, 5))),
+             ("te_max", dict(agg=3, missing=[0, 1, 0, 1, 0, 0])),
+             ("te_average_double", dict(agg=0, xdtype=np.float64, weights_dtype=np.float64)),
+             ("te_softmax", dict(post=1)), ("te_logistic", dict(post=2)), ("te_softmax_zero", dict(post=3)),
+             ("te_probit", dict(post=4, agg=0)), ("te_softmax_double", dict(post=1, xdtype=np.float64))]
+    for label, kw in cases:
+        xdtype = kw.pop("xdtype", np.float32)
+        ins = [("X", te_x(xdtype))]
+        node = te_node(**kw)
+        m = ml_model([node], ins, ["Y"], version=5)
+        got, _ = run(label, m, ins)
+        post = kw.get("post", 0)
+        plain = helper.make_node("TreeEnsemble", ["X"], ["Y"], domain=ML,
+                                 **{a.name: helper.get_attribute_value(a) for a in node.attribute
+                                    if a.name != "post_transform"})
+        want = ReferenceEvaluator(ml_model([plain], ins, ["Y"], version=5)).run(None, dict(ins))[0]
+        if post:
+            want = posts[post](want.astype(np.float64)).astype(xdtype)
+        expect_close(label, got, [want], rtol=1e-6 if xdtype == np.float64 else 1e-5, atol=1e-6)
+    ins = [("X", te_x(np.float32))]
+    bad = [("te_bad_mode", dict(modes=(0, 1, 7, 0)), ["TreeEnsemble", "nodes_modes[2] = 7"]),
+           ("te_bad_aggregate", dict(agg=5), ["TreeEnsemble", "aggregate_function 5"]),
+           ("te_bad_post", dict(post=9), ["TreeEnsemble", "post_transform 9"]),
+           ("te_bad_target", dict(n_targets=2), ["TreeEnsemble", "leaf_targetids[2] = 2", "n_targets = 2"]),
+           ("te_bad_membership", dict(membership_values=numpy_helper.from_array(
+               np.array([1.0, np.nan, 2.0, np.nan], np.float32), "membership_values")),
+            ["TreeEnsemble", "membership_values holds 2"]),
+           ("te_bad_feature", dict(nodes_featureids=[0, 1, 3, 2, 0, 1]), ["TreeEnsemble", "outside X's 3 features"]),
+           ("te_bad_branch", dict(nodes_truenodeids=[1, 0, 9, 4, 5, 5]), ["TreeEnsemble", "node 2's branches"]),
+           ("te_bad_lengths", dict(nodes_falseleafs=[0, 1, 1]), ["TreeEnsemble", "nodes_falseleafs' has 3"]),
+           ("te_cycle", dict(nodes_trueleafs=[0, 0, 1, 1, 1, 1]), ["TreeEnsemble", "tree 0 (root 0) has a cycle"])]
+    for label, kw, words in bad:
+        expect_error(label, ml_model([te_node(**kw)], ins, ["Y"], version=5), ins, words)
+
+
+def label_encoder_cases():
+    t = numpy_helper.from_array
+    ints = rng.integers(-3, 8, (4, 5)).astype(np.int64)
+    floats = rng.choice(np.array([0.5, -1.25, 2.0, 7.0, 3.0], np.float32), (3, 4))
+    cases = [("le2_int_float", 2, ints, dict(keys_int64s=[1, 5, -2, 3, 5],
+                                             values_floats=[0.5, 1.5, -2.0, 9.0, 7.0], default_float=4.25)),
+             ("le2_float_int", 2, floats, dict(keys_floats=[0.5, 2.0, 7.0], values_int64s=[10, 20, 30])),
+             ("le2_int_int", 2, ints, dict(keys_int64s=[0, 1, 2], values_int64s=[5, 6, 7], default_int64=-9)),
+             ("le4_int32_double", 4, ints.astype(np.int32),
+              dict(keys_tensor=t(np.array([1, 2, 3, 4], np.int32), "k"),
+                   values_tensor=t(np.array([0.1, 0.2, 0.3, 0.4]), "v"), default_tensor=t(np.array([-1.5]), "d"))),
+             ("le4_double_int16", 4, floats.astype(np.float64),
+              dict(keys_tensor=t(np.array([0.5, -1.25, 3.0]), "k"),
+                   values_tensor=t(np.array([1, 2, 3], np.int16), "v"),
+                   default_tensor=t(np.array([7], np.int16), "d"))),
+             ("le4_float_lists", 4, floats, dict(keys_floats=[2.0, 3.0], values_floats=[-2.0, -3.0]))]
+    for label, ver, xs, attrs in cases:
+        ins = [("X", xs)]
+        m = ml_model([helper.make_node("LabelEncoder", ["X"], ["Y"], domain=ML, **attrs)], ins, ["Y"], version=ver)
+        got, _ = run(label, m, ins)
+        expect_close(label, got, ReferenceEvaluator(m).run(None, dict(ins)), rtol=0, atol=0)
+    # A NaN key matches any NaN (the schema; the reference's dict lookup misses it).
+    xs = np.array([np.nan, 1.0, -np.nan, 5.0], np.float32)
+    m = ml_model([helper.make_node("LabelEncoder", ["X"], ["Y"], domain=ML, keys_floats=[1.0, float("nan")],
+                                   values_int64s=[3, 4], default_int64=0)], [("X", xs)], ["Y"], version=2)
+    got, _ = run("le_nan_key", m, [("X", xs)])
+    expect_close("le_nan_key", got, [np.array([4, 3, 4, 0], np.int64)], rtol=0, atol=0)
+    # Version 4 without default_tensor: -1 for integer values, -0.0 for float ones (the schema; the
+    # reference needs default_tensor).
+    xs = np.array([1, 2, 3], np.int64)
+    for label, vals, want in (("le4_no_default_int", np.array([7, 8], np.int32), np.array([7, 8, -1], np.int32)),
+                              ("le4_no_default_float", np.array([0.5, 1.5]), np.array([0.5, 1.5, -0.0]))):
+        m = ml_model([helper.make_node("LabelEncoder", ["X"], ["Y"], domain=ML, keys_int64s=[1, 2],
+                                       values_tensor=t(vals, "v"))], [("X", xs)], ["Y"], version=4)
+        got, _ = run(label, m, [("X", xs)])
+        expect_close(label, got, [want], rtol=0, atol=0)
+        check(label, got is None or np.signbit(got[0][2]) == np.signbit(want[2]), "default's sign")
+    ins = [("X", ints)]
+    out_of_scope = ["LabelEncoder", "string tensors are out of scope"]
+    bad = [("le_string_keys", 2, dict(keys_strings=["a"], values_int64s=[1]), out_of_scope),
+           ("le_string_values", 2, dict(keys_int64s=[1], values_strings=["a"]), out_of_scope),
+           ("le_lengths", 2, dict(keys_int64s=[1, 2], values_int64s=[1]), ["LabelEncoder", "2 keys but 1 values"]),
+           ("le_two_keys", 2, dict(keys_int64s=[1], keys_floats=[1.0], values_int64s=[1]),
+            ["LabelEncoder", "more than one keys_*"]),
+           ("le_key_type", 2, dict(keys_floats=[1.0], values_int64s=[1]),
+            ["LabelEncoder", "X is int64 but the keys are float"]),
+           ("le_default_type", 4, dict(keys_int64s=[1], values_tensor=t(np.array([1.0]), "v"),
+                                       default_tensor=t(np.array([1], np.int64), "d")),
+            ["LabelEncoder", "'default_tensor' must hold one float64"])]
+    for label, ver, attrs, words in bad:
+        node = helper.make_node("LabelEncoder", ["X"], ["Y"], domain=ML, **attrs)
+        expect_error(label, ml_model([node], ins, ["Y"], version=ver), ins, words)
 
 
 # ---- Bernoulli, RandomUniformLike --------------------------------------------------------------
@@ -361,6 +495,8 @@ def main():
     tfidf_cases()
     random_cases()
     ml_cases()
+    tree_ensemble_cases()
+    label_encoder_cases()
     for f in failures:
         print("FAIL", f)
     print(f"rare ops: {len(failures)} failures")
