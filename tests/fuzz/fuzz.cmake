@@ -1,15 +1,15 @@
 # Fuzz harnesses (tests/fuzz/, README.md there): each replays its committed
-# corpus (tests/fuzz/corpus/<harness>/) and then mutates it for
-# DTRX_FUZZ_SECONDS (default 15 in a sanitized tree, where a finding aborts
-# with its report, 2 elsewhere). With DTRX_FUZZ=ON (clang) they are
-# libFuzzer binaries instead, for campaigns; CTest then runs each for the
-# same time on the corpus.
+# corpus (tests/fuzz/corpus/<harness>/) and then runs DTRX_FUZZ_RUNS seeded
+# mutations of it (default 10000 in a sanitized tree, where a finding
+# aborts with its report, 2000 elsewhere: a fixed count, so that a run is
+# reproducible). With DTRX_FUZZ=ON (clang) they are libFuzzer binaries
+# instead, for campaigns; CTest then runs each for that many inputs.
 if(DTRX_SANITIZE)
-  set(DTRX_FUZZ_DEFAULT_SECONDS 15)
+  set(DTRX_FUZZ_DEFAULT_RUNS 10000)
 else()
-  set(DTRX_FUZZ_DEFAULT_SECONDS 2)
+  set(DTRX_FUZZ_DEFAULT_RUNS 2000)
 endif()
-set(DTRX_FUZZ_SECONDS ${DTRX_FUZZ_DEFAULT_SECONDS} CACHE STRING "seconds of mutation per fuzz harness in CTest")
+set(DTRX_FUZZ_RUNS ${DTRX_FUZZ_DEFAULT_RUNS} CACHE STRING "mutations per fuzz harness in CTest")
 set(DTRX_FUZZ_DIR ${CMAKE_CURRENT_SOURCE_DIR}/fuzz)
 foreach(h model tensor graph options)
   set(src ${DTRX_FUZZ_DIR}/fuzz_${h}.c)
@@ -19,11 +19,11 @@ foreach(h model tensor graph options)
   if(DTRX_FUZZ)
     add_executable(fuzz_${h} ${src})
     target_link_options(fuzz_${h} PRIVATE -fsanitize=fuzzer)
-    add_test(NAME fuzz/${h} COMMAND fuzz_${h} -max_total_time=${DTRX_FUZZ_SECONDS} -timeout=20
+    add_test(NAME fuzz/${h} COMMAND fuzz_${h} -runs=${DTRX_FUZZ_RUNS} -timeout=20
              -rss_limit_mb=4096 ${DTRX_FUZZ_DIR}/corpus/${h})
   else()
     add_executable(fuzz_${h} ${src} ${DTRX_FUZZ_DIR}/replay.c)
-    add_test(NAME fuzz/${h} COMMAND fuzz_${h} --seconds ${DTRX_FUZZ_SECONDS} ${DTRX_FUZZ_DIR}/corpus/${h})
+    add_test(NAME fuzz/${h} COMMAND fuzz_${h} --runs ${DTRX_FUZZ_RUNS} ${DTRX_FUZZ_DIR}/corpus/${h})
   endif()
   target_link_libraries(fuzz_${h} PRIVATE dtrexec_static)
   target_compile_definitions(fuzz_${h} PRIVATE _GNU_SOURCE)

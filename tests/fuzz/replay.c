@@ -1,13 +1,13 @@
 /* tests/fuzz/replay.c — a driver for the fuzz harnesses without libFuzzer:
  *
- *     fuzz_X [--seconds S] [--seed N] [--max-len L] PATH...
+ *     fuzz_X [--runs R] [--seconds S] [--seed N] [--max-len L] PATH...
  *
  * runs LLVMFuzzerTestOneInput on every file under each PATH (a file or a
- * directory of files: the committed corpus), then, for S seconds (default
- * 0), on mutations of them: bit flips, byte changes to boundary values,
+ * directory of files: the committed corpus), then on R mutations of them
+ * (default 0), or as many as S seconds allow when --seconds is given: bit flips, byte changes to boundary values,
  * inserted, deleted and duplicated runs, and splices of two inputs, from a
- * seeded generator (the same seed, the same inputs). The sanitized CI tree
- * runs it, so a finding aborts with the sanitizer's report; the input that
+ * seeded generator (the same seed and R, the same inputs: CTest gives R,
+ * so a run is reproducible). The sanitized CI tree runs it, so a finding aborts with the sanitizer's report; the input that
  * found it is written to ./fuzz-crash-<harness>-<n> before it runs. For
  * real campaigns build with DTRX_FUZZ=ON (clang, libFuzzer). */
 #include <dirent.h>
@@ -154,12 +154,15 @@ static struct input mutate(const struct input *src, const struct input *other, s
 
 int main(int argc, char **argv)
 {
-    double seconds = 0;
+    double seconds = -1;
+    unsigned long long max_runs = 0;
     size_t max_len = 1 << 20;
     rng_state = 1;
     const char *name = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
+        if (!strcmp(argv[i], "--runs") && i + 1 < argc)
+            max_runs = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
             seconds = atof(argv[++i]);
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             rng_state = strtoull(argv[++i], NULL, 10);
@@ -169,7 +172,7 @@ int main(int argc, char **argv)
             add_path(argv[i]);
     }
     if (!n_inputs) {
-        fprintf(stderr, "usage: %s [--seconds S] [--seed N] [--max-len L] CORPUS...\n", name);
+        fprintf(stderr, "usage: %s [--runs R] [--seconds S] [--seed N] [--max-len L] CORPUS...\n", name);
         return 2;
     }
     for (size_t i = 0; i < n_inputs; i++)
@@ -179,9 +182,11 @@ int main(int argc, char **argv)
     unsigned long long runs = 0;
     char crash[256];
     snprintf(crash, sizeof crash, "fuzz-crash-%s-%d", name, (int)getpid());
+    double elapsed = 0;
     for (;;) {
         clock_gettime(CLOCK_MONOTONIC, &t);
-        if ((double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec) >= seconds)
+        elapsed = (double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec);
+        if (seconds >= 0 ? elapsed >= seconds : runs >= max_runs)
             break;
         const struct input *a = &inputs[rnd() % n_inputs], *o = &inputs[rnd() % n_inputs];
         struct input m = mutate(a, o, max_len);
@@ -195,8 +200,8 @@ int main(int argc, char **argv)
         runs++;
     }
     remove(crash);
-    printf("%s: %zu corpus inputs replayed, %llu mutations run in %.0f s, no finding\n", name, n_inputs, runs,
-           seconds);
+    printf("%s: %zu corpus inputs replayed, %llu mutations run in %.1f s, no finding\n", name, n_inputs, runs,
+           elapsed);
     for (size_t i = 0; i < n_inputs; i++)
         free(inputs[i].data);
     free(inputs);
