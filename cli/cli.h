@@ -6,6 +6,8 @@
 #ifndef DTRX_CLI_H
 #define DTRX_CLI_H
 
+#include <stdio.h>
+
 enum cli_exit {
     CLI_EXIT_OK = 0,
     CLI_EXIT_USAGE = 1,
@@ -44,5 +46,8 @@ int cli_patterns_add(char **list, const char *pattern);
 struct dtrx_param_info;
 /* Warns on stderr about each pattern of the list that names no initializer. */
 void cli_patterns_warn_unmatched(const char *option, const char *patterns, const struct dtrx_param_info *p, int n);
+/* `dtrexec --list-options`: one tab-separated line per option of every
+ * subcommand, "option COMMAND OPTION VALUE EXAMPLE" ("-": a flag). */
+void cli_options_list(FILE *f);
 
 #endif
