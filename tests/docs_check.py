@@ -152,7 +152,7 @@ def probe_args(cmd, tmp):
         "sim": ["sim", missing + ".json"],
         "bench": ["bench", missing + ".json"],
         "plan": ["plan", missing + ".json", "--solver", "checkpoint-all", "-o", os.path.join(tmp, "s.json")],
-    }.get(cmd)
+    }.get(cmd, [cmd, missing])   # a new subcommand: one missing file as its argument
 
 
 def probe(cmd, opt, example, tmp):
@@ -166,10 +166,6 @@ with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(2) as pool:
     jobs = []
     for cmd in ["dtrexec"] + commands:
         base = same.get(cmd, cmd)
-        if probe_args(cmd, tmp) is None:
-            if options.get(base):
-                fail(f"docs_check.py does not know how to probe the options of '{cmd}'")
-            continue
         for opt, value, example in options.get(base, []):
             if value and example is None:
                 fail(f"--list-options: {cmd} {opt} takes {value} but gives no example")
