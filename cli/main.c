@@ -42,10 +42,6 @@ int main(int argc, char **argv)
         usage(stdout);
         return CLI_EXIT_OK;
     }
-    if (!strcmp(argv[1], "--help-run")) {
-        char *run_help[] = { argv[0], (char *)"--help", NULL };
-        return cmd_run(2, run_help);
-    }
     if (!strcmp(argv[1], "--list-options")) {
         /* For tests/docs_check.py: what docs/DESIGN.md must document. */
         printf("command\trun\n");
@@ -60,6 +56,10 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
             printf("exit\t%d\t%s\n", codes[i].code, codes[i].name);
         return CLI_EXIT_OK;
+    }
+    if (!strcmp(argv[1], "--help-run")) {
+        char *run_help[] = { argv[0], (char *)"--help", NULL };
+        return cmd_run(2, run_help);
     }
     if (!strcmp(argv[1], "--version")) {
         printf("dtrexec %s\nbackends: cpu%s\n", DTRX_VERSION,
