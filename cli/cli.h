@@ -6,6 +6,8 @@
 #ifndef DTRX_CLI_H
 #define DTRX_CLI_H
 
+#include <stdio.h>
+
 enum cli_exit {
     CLI_EXIT_OK = 0,
     CLI_EXIT_USAGE = 1,
@@ -23,6 +25,9 @@ int cmd_ops(int argc, char **argv);
 int cmd_export(int argc, char **argv); /* dtrexec export MODEL --train -o GRAPH.json */
 int cmd_gradcheck(int argc, char **argv); /* dtrexec gradcheck MODEL.onnx: backward vs finite differences */
 int cmd_params(int argc, char **argv); /* dtrexec params MODEL.onnx: which initializers train, and why */
+/* `dtrexec --list-options`: one tab-separated line per option of every
+ * subcommand, "option COMMAND OPTION VALUE EXAMPLE" ("-": a flag). */
+void cli_options_list(FILE *f);
 
 /* Parses "4GB", "512MiB", "1000" into bytes; "0.5x" sets *ratio instead
  * (bytes 0). Returns 0, or -1 when the text is not a size or is out of the

@@ -42,6 +42,21 @@ int main(int argc, char **argv)
         usage(stdout);
         return CLI_EXIT_OK;
     }
+    if (!strcmp(argv[1], "--list-options")) {
+        /* For tests/docs_check.py: what docs/DESIGN.md must document. */
+        printf("command\trun\n");
+        for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
+            printf("command\t%s\n", subcommands[i].name);
+        printf("same\texport\trun\n");   /* export parses the options of a run */
+        cli_options_list(stdout);
+        static const struct { int code; const char *name; } codes[] = {
+            { CLI_EXIT_OK, "ok" }, { CLI_EXIT_USAGE, "usage" }, { CLI_EXIT_OOM, "oom" },
+            { CLI_EXIT_INTERNAL, "internal" }, { CLI_EXIT_NONFINITE, "nonfinite" },
+        };
+        for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
+            printf("exit\t%d\t%s\n", codes[i].code, codes[i].name);
+        return CLI_EXIT_OK;
+    }
     if (!strcmp(argv[1], "--help-run")) {
         char *run_help[] = { argv[0], (char *)"--help", NULL };
         return cmd_run(2, run_help);
