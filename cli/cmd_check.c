@@ -302,18 +302,26 @@ int cmd_check(int argc, char **argv)
     struct check_opts o = { .rtol = 1e-3, .atol = 1e-7, .device = "cpu" };
     int n_dirs = 0, failed = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--rtol") && i + 1 < argc) {
+        const char *a = argv[i];
+        int takes_value = !strcmp(a, "--rtol") || !strcmp(a, "--atol") || !strcmp(a, "--device");
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(CHECK_USAGE, stdout);
+            return CLI_EXIT_OK;
+        } else if (takes_value && i + 1 >= argc) {
+            fprintf(stderr, "dtrexec check: %s needs a value\n" CHECK_USAGE, a);
+            return CLI_EXIT_USAGE;
+        } else if (!strcmp(a, "--rtol")) {
             if (cli_parse_number("dtrexec check", "--rtol", argv[++i], 0, 1e6, &o.rtol))
                 return CLI_EXIT_USAGE;
-        } else if (!strcmp(argv[i], "--atol") && i + 1 < argc) {
+        } else if (!strcmp(a, "--atol")) {
             if (cli_parse_number("dtrexec check", "--atol", argv[++i], 0, 1e6, &o.atol))
                 return CLI_EXIT_USAGE;
-        } else if (!strcmp(argv[i], "--device") && i + 1 < argc)
+        } else if (!strcmp(a, "--device")) {
             o.device = argv[++i];
-        else if (!strcmp(argv[i], "--quiet"))
+        } else if (!strcmp(a, "--quiet")) {
             o.quiet = 1;
-        else if (argv[i][0] == '-') {
-            fprintf(stderr, CHECK_USAGE);
+        } else if (a[0] == '-') {
+            fprintf(stderr, "dtrexec check: unknown option '%s'\n" CHECK_USAGE, a);
             return CLI_EXIT_USAGE;
         }
     }
@@ -333,7 +341,7 @@ int cmd_check(int argc, char **argv)
         failed += check_dir(argv[i], &o) != 0;
     }
     if (!n_dirs) {
-        fprintf(stderr, CHECK_USAGE);
+        fprintf(stderr, "dtrexec check: no test folder given\n" CHECK_USAGE);
         return CLI_EXIT_USAGE;
     }
     printf("%d passed, %d failed\n", n_dirs - failed, failed);

@@ -24,6 +24,14 @@ struct gradcheck_opts {
     const char *device;
 };
 
+#define GRADCHECK_USAGE                                                                                     \
+    "usage: dtrexec gradcheck MODEL.onnx [--eps E] [--rtol R] [--atol A] [--max-elems N] [--seed N]\n"    \
+    "                         [--no-grad NAME,...] [--dim NAME=N]... [--device cpu|cuda]\n"
+#define GRADCHECK_MAX_DIMS 64
+
+static int gradcheck_model(const char *model, const struct gradcheck_opts *op, const char *const *dim_names,
+                           const long long *dim_values, int n_dims);
+
 static int listed(const char *list, const char *name)
 {
     size_t len = strlen(name);
@@ -129,40 +137,87 @@ int cmd_gradcheck(int argc, char **argv)
 {
     struct gradcheck_opts o = { .eps = 1e-3, .rtol = 1e-2, .atol = 1e-3, .max_elems = 32, .seed = 7, .device = "cpu" };
     const char *model = NULL;
+    const char *dim_names[GRADCHECK_MAX_DIMS];
+    char *dim_owned[GRADCHECK_MAX_DIMS];
+    long long dim_values[GRADCHECK_MAX_DIMS];
+    int n_dims = 0, rc = CLI_EXIT_USAGE;
     for (int i = 1; i < argc; i++) {
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        const char *a = argv[i];
         long long n;
-        if (!strcmp(argv[i], "--eps") && val) {
+        int takes_value = !strcmp(a, "--eps") || !strcmp(a, "--rtol") || !strcmp(a, "--atol") ||
+                          !strcmp(a, "--max-elems") || !strcmp(a, "--seed") || !strcmp(a, "--no-grad") ||
+                          !strcmp(a, "--device") || !strcmp(a, "--dim");
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(GRADCHECK_USAGE, stdout);
+            rc = CLI_EXIT_OK;
+            goto out;
+        } else if (takes_value && i + 1 >= argc) {
+            fprintf(stderr, "dtrexec gradcheck: %s needs a value\n" GRADCHECK_USAGE, a);
+            goto out;
+        } else if (!strcmp(a, "--eps")) {
             if (cli_parse_number("dtrexec gradcheck", "--eps", argv[++i], 1e-12, 1, &o.eps))
-                return CLI_EXIT_USAGE;
-        } else if (!strcmp(argv[i], "--rtol") && val) {
+                goto out;
+        } else if (!strcmp(a, "--rtol")) {
             if (cli_parse_number("dtrexec gradcheck", "--rtol", argv[++i], 0, 1e6, &o.rtol))
-                return CLI_EXIT_USAGE;
-        } else if (!strcmp(argv[i], "--atol") && val) {
+                goto out;
+        } else if (!strcmp(a, "--atol")) {
             if (cli_parse_number("dtrexec gradcheck", "--atol", argv[++i], 0, 1e6, &o.atol))
-                return CLI_EXIT_USAGE;
-        } else if (!strcmp(argv[i], "--max-elems") && val) {
+                goto out;
+        } else if (!strcmp(a, "--max-elems")) {
             if (cli_parse_int("dtrexec gradcheck", "--max-elems", argv[++i], 1, INT_MAX, &n))
-                return CLI_EXIT_USAGE;
+                goto out;
             o.max_elems = (int)n;
-        }
-        else if (!strcmp(argv[i], "--seed") && val)
-            o.seed = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--no-grad") && val)
+        } else if (!strcmp(a, "--seed")) {
+            if (cli_parse_int("dtrexec gradcheck", "--seed", argv[++i], 0, LLONG_MAX, &n))
+                goto out;
+            o.seed = (unsigned long long)n;
+        } else if (!strcmp(a, "--no-grad")) {
             o.no_grad = argv[++i];
-        else if (!strcmp(argv[i], "--device") && val)
+        } else if (!strcmp(a, "--device")) {
             o.device = argv[++i];
-        else if (argv[i][0] != '-' && !model)
-            model = argv[i];
-        else {
-            fprintf(stderr, "usage: dtrexec gradcheck MODEL.onnx [--eps E] [--rtol R] [--atol A] [--max-elems N] [--seed N] [--no-grad NAME,...] [--device cpu|cuda]\n");
-            return CLI_EXIT_USAGE;
+        } else if (!strcmp(a, "--dim")) {
+            const char *val = argv[++i], *eq = strchr(val, '=');
+            if (!eq || eq == val || !eq[1]) {
+                fprintf(stderr, "dtrexec gradcheck: --dim expects NAME=N, got '%s'\n", val);
+                goto out;
+            }
+            if (n_dims == GRADCHECK_MAX_DIMS) {
+                fprintf(stderr, "dtrexec gradcheck: at most %d --dim options\n", GRADCHECK_MAX_DIMS);
+                goto out;
+            }
+            if (cli_parse_int("dtrexec gradcheck", "--dim", eq + 1, 1, (long long)1 << 62, &n))
+                goto out;
+            dim_owned[n_dims] = strndup(val, (size_t)(eq - val));
+            if (!dim_owned[n_dims])
+                goto out;
+            dim_names[n_dims] = dim_owned[n_dims];
+            dim_values[n_dims++] = n;
+        } else if (a[0] != '-' && !model) {
+            model = a;
+        } else if (a[0] != '-') {
+            fprintf(stderr, "dtrexec gradcheck: one model only, got '%s' after '%s'\n" GRADCHECK_USAGE, a, model);
+            goto out;
+        } else {
+            fprintf(stderr, "dtrexec gradcheck: unknown option '%s'\n" GRADCHECK_USAGE, a);
+            goto out;
         }
     }
-    if (!model || !(o.eps > 0) || o.max_elems < 1) {
-        fprintf(stderr, "usage: dtrexec gradcheck MODEL.onnx [--eps E] [--rtol R] [--atol A] [--max-elems N] [--seed N] [--no-grad NAME,...] [--device cpu|cuda]\n");
-        return CLI_EXIT_USAGE;
+    if (!model) {
+        fprintf(stderr, "dtrexec gradcheck: no model given\n" GRADCHECK_USAGE);
+        goto out;
     }
+    rc = gradcheck_model(model, &o, dim_names, dim_values, n_dims);
+out:
+    for (int k = 0; k < n_dims; k++)
+        free(dim_owned[k]);
+    return rc;
+}
+
+/* Checks every gradient of one model; the command's exit code. */
+static int gradcheck_model(const char *model, const struct gradcheck_opts *op, const char *const *dim_names,
+                           const long long *dim_values, int n_dims)
+{
+    struct gradcheck_opts o = *op;
     struct dtrx_options opts;
     dtrx_options_init(&opts);
     opts.seed = o.seed;
@@ -179,6 +234,8 @@ int cmd_gradcheck(int argc, char **argv)
     topts.grad_inputs = 1;
     topts.trainable = "*";   /* every float initializer, constants included: all are checked */
     enum dtrx_status st = dtrx_session_create(model, &opts, &s);
+    for (int k = 0; !st && k < n_dims; k++)
+        st = dtrx_session_bind_dim(s, dim_names[k], (int64_t)dim_values[k]);
     if (!st)
         st = dtrx_session_fill_inputs(s);
     if (!st)

@@ -48,6 +48,7 @@ struct run_args {
     int verify_remat;
     int measured_costs;
     const char *export_path;       /* dtrexec export: write the step's graph instead of training */
+    const char *train_only;        /* the first option given that only a training run reads */
     const char *plan_path;         /* --plan SCHEDULE.json */
     const char *grad_dir;          /* --grad-dir DIR: the last step's gradients */
     char *freeze, *trainable;      /* --freeze/--trainable, repeated: comma-joined patterns */
@@ -107,6 +108,8 @@ static void run_usage(FILE *f)
             "memory budget:\n"
             "  --budget SIZE|Rx  --heuristic dtr|dtr-eq|dtr-local|lru|size|msps|random  --dealloc eager|banish|ignore\n"
             "  --cost flops|measured  --trace FILE.jsonl  --verify-remat (check every recomputation bit for bit)\n"
+            "  --plan SCHEDULE.json  run a static schedule (dtrexec plan) instead of DTR\n"
+            "  -o|--export GRAPH.json  record the training step's graph for the planners instead of taking it\n"
             "exit status: 0 success, 1 bad input or usage, 2 budget infeasible or out of memory, 3 internal error,\n"
             "  4 training diverged (a non-finite loss: the message names the step and the first non-finite call)\n");
 }
@@ -164,6 +167,13 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
             a->verify_remat = 1;
             continue;
         }
+        static const char *const training_options[] = {
+            "--steps", "--lr", "--momentum", "--nesterov", "--weight-decay", "--optimizer", "--loss",
+            "--adam-bias-correction", "--freeze", "--trainable", "--labels", "--grad-dir", "-o", "--export",
+        };
+        for (size_t k = 0; k < sizeof training_options / sizeof training_options[0] && !a->train_only; k++)
+            if (!strcmp(arg, training_options[k]))
+                a->train_only = arg;
         if (!strcmp(arg, "--nesterov")) {
             a->topts.nesterov = 1;
             continue;
@@ -309,8 +319,8 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
         run_usage(stderr);
         return -1;
     }
-    if (a->grad_dir && !a->train) {
-        fprintf(stderr, "dtrexec: --grad-dir needs --train\n");
+    if (a->train_only && !a->train) {
+        fprintf(stderr, "dtrexec: %s is an option of training runs and needs --train\n", a->train_only);
         return -1;
     }
     a->topts.fresh_targets = a->fresh;

@@ -152,6 +152,8 @@ static const struct cli_option_entry {
     { "run", "-o", "GRAPH.json", "graph.json" },
     { "run", "--export", "GRAPH.json", "graph.json" },
 
+    { "check", "--help", NULL, NULL },
+    { "check", "-h", NULL, NULL },
     { "check", "--rtol", "R", "1e-3" },
     { "check", "--atol", "A", "1e-7" },
     { "check", "--device", "cpu|cuda", "cpu" },
@@ -162,6 +164,8 @@ static const struct cli_option_entry {
     { "params", "--freeze", "PATTERN", "*.bias" },
     { "params", "--trainable", "PATTERN", "*" },
 
+    { "gradcheck", "--help", NULL, NULL },
+    { "gradcheck", "-h", NULL, NULL },
     { "gradcheck", "--eps", "E", "1e-3" },
     { "gradcheck", "--rtol", "R", "1e-2" },
     { "gradcheck", "--atol", "A", "1e-3" },
@@ -169,6 +173,7 @@ static const struct cli_option_entry {
     { "gradcheck", "--seed", "N", "7" },
     { "gradcheck", "--no-grad", "NAME,...", "x" },
     { "gradcheck", "--device", "cpu|cuda", "cpu" },
+    { "gradcheck", "--dim", "NAME=N", "batch=2" },
 
     { "sim", "--help", NULL, NULL },
     { "sim", "-h", NULL, NULL },

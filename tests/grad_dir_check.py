@@ -102,7 +102,7 @@ def main():
                 elif np.allclose(got, g0[name], rtol=1e-5, atol=1e-6):
                     failures.append(f"'{name}': the gradient of the first step, not the last")
         r = subprocess.run([dtrexec, mp, "--grad-dir", gd], capture_output=True, text=True, timeout=60)
-        if r.returncode != 1 or "--grad-dir needs --train" not in r.stderr:
+        if r.returncode != 1 or "--grad-dir is an option of training runs and needs --train" not in r.stderr:
             failures.append(f"--grad-dir without --train: exit {r.returncode}, stderr {r.stderr.strip()!r}")
     for f in failures:
         print("FAIL:", f)

@@ -194,6 +194,31 @@ def options(exe, tmp):
         expect(f"gradcheck{opt}-{val}", [exe, "gradcheck", model, opt, val], 1, "dtrexec gradcheck", opt, f"'{val}'")
     for opt, val in [("--rtol", "abc"), ("--atol", "inf")]:
         expect(f"check{opt}-{val}", [exe, "check", opt, val, tmp], 1, "dtrexec check", opt, f"'{val}'")
+    for val in ["abc", "-1", "1e3", "18446744073709551616"]:
+        expect(f"gradcheck--seed-{val}", [exe, "gradcheck", model, "--seed", val], 1, "dtrexec gradcheck", "--seed",
+               f"'{val}'")
+    # --help is an answer (stdout, exit 0); unknown options and missing values are named.
+    for cmd in ["check", "gradcheck"]:
+        p = expect(f"{cmd}-help", [exe, cmd, "--help"], 0)
+        if p is not None and b"usage: dtrexec " + cmd.encode() not in p.stdout:
+            failures.append(f"{cmd}-help: no usage on stdout")
+        expect(f"{cmd}-unknown-option", [exe, cmd, "--bogus", model], 1, f"dtrexec {cmd}: unknown option '--bogus'")
+        expect(f"{cmd}-missing-value", [exe, cmd, model, "--rtol"], 1, f"dtrexec {cmd}: --rtol needs a value")
+    expect("check-no-folder", [exe, "check", "--quiet"], 1, "no test folder given")
+    expect("gradcheck-two-models", [exe, "gradcheck", model, model], 1, "one model only")
+    # Symbolic dimensions: gradcheck binds them with --dim, as its message says.
+    sym = save(tmp, "sym", [helper.make_node("MatMul", ["x", "W"], ["y"], name="mm")], [vi("x", F, ["batch", 4])],
+               [vi("y", F, ["batch", 3])], [numpy_helper.from_array(np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3), "W")])
+    expect("gradcheck-symbolic-unbound", [exe, "gradcheck", sym], 1, "--dim batch=N")
+    expect("gradcheck-dim", [exe, "gradcheck", sym, "--dim", "batch=3"], 0)
+    for val in ["batch", "batch=0", "=3", "batch=x"]:
+        expect(f"gradcheck-dim-{val}", [exe, "gradcheck", sym, "--dim", val], 1, "--dim")
+    # Training options without --train were quietly ignored.
+    for opt, val in [("-o", "g.json"), ("--export", "g.json"), ("--lr", "0.1"), ("--steps", "3"), ("--loss", "mse"),
+                     ("--labels", "l.npy"), ("--optimizer", "adam"), ("--nesterov", None), ("--freeze", "W"),
+                     ("--grad-dir", "gd")]:
+        cmd = [exe, model, opt] + ([os.path.join(tmp, val)] if val and val.endswith((".json", ".npy")) else [val] if val else [])
+        expect(f"run{opt}-without-train", cmd, 1, f"{opt} is an option of training runs and needs --train")
 
 
 def messages(exe, tmp):
