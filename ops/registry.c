@@ -103,6 +103,8 @@
     X(op_array_feature_extractor) \
     X(op_tree_ensemble) \
     X(op_label_encoder) \
+    /* ImageDecoder of ops/image_decoder.c */ \
+    X(op_image_decoder) \
     /* EyeLike, NonZero of ops/eye_nonzero.c */ \
     X(op_eye_like) \
     X(op_nonzero) \

@@ -7,7 +7,8 @@ SUDO=""
 [ "$(id -u)" = 0 ] || SUDO="sudo"
 need=""
 for pkg in build-essential cmake pkg-config protobuf-c-compiler libprotobuf-c-dev libonnx-dev \
-           check libsubunit-dev libopenblas-dev libdnnl-dev python3 python3-pip coinor-cbc; do
+           check libsubunit-dev libopenblas-dev libdnnl-dev python3 python3-pip coinor-cbc \
+           libjpeg-dev libpng-dev libtiff-dev libwebp-dev libopenjp2-7-dev; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need="$need $pkg"
 done
 if [ -n "$need" ]; then
@@ -32,4 +33,11 @@ fi
 if ! $PY -c "import ortools" 2>/dev/null; then
   $PY -m pip install -q --disable-pip-version-check ortools 2>&1 | grep -v "Running pip as the 'root' user" || true
   $PY -c "import ortools"
+fi
+# Pillow: the ONNX reference's image decoder; tests/image_decoder_check.py
+# compares ImageDecoder with it (and onnx's ImageDecoder node-test generator
+# encodes its images with it when present).
+if ! $PY -c "import PIL" 2>/dev/null; then
+  $PY -m pip install -q --disable-pip-version-check Pillow 2>&1 | grep -v "Running pip as the 'root' user" || true
+  $PY -c "import PIL"
 fi
