@@ -1,16 +1,18 @@
 """ONNX element types (TensorProto.DataType numbers) <-> numpy dtypes."""
 from __future__ import annotations
 
+from typing import Any, Dict
+
 import numpy as np
 
 try:  # bfloat16 has no numpy dtype of its own; ml_dtypes provides one
     import ml_dtypes as _ml_dtypes
 
-    _BFLOAT16: np.dtype | None = np.dtype(_ml_dtypes.bfloat16)
+    _BFLOAT16: "np.dtype[Any] | None" = np.dtype(_ml_dtypes.bfloat16)
 except ImportError:  # pragma: no cover - depends on the environment
     _BFLOAT16 = None
 
-_ONNX_TO_NUMPY = {
+_ONNX_TO_NUMPY: Dict[int, "np.dtype[Any]"] = {
     1: np.dtype(np.float32), 2: np.dtype(np.uint8), 3: np.dtype(np.int8), 4: np.dtype(np.uint16),
     5: np.dtype(np.int16), 6: np.dtype(np.int32), 7: np.dtype(np.int64), 9: np.dtype(np.bool_),
     10: np.dtype(np.float16), 11: np.dtype(np.float64), 12: np.dtype(np.uint32), 13: np.dtype(np.uint64),
@@ -22,7 +24,7 @@ _NUMPY_TO_ONNX = {v: k for k, v in _ONNX_TO_NUMPY.items()}
 _NAMES = {8: "string", 16: "bfloat16"}
 
 
-def to_numpy(dtype: int) -> np.dtype:
+def to_numpy(dtype: int) -> "np.dtype[Any]":
     """The numpy dtype of an ONNX element type; TypeError when numpy has none."""
     try:
         return _ONNX_TO_NUMPY[dtype]
@@ -31,7 +33,7 @@ def to_numpy(dtype: int) -> np.dtype:
                         + (" (install ml_dtypes for bfloat16)" if dtype == 16 else "")) from None
 
 
-def to_onnx(dtype: np.dtype) -> int:
+def to_onnx(dtype: "np.dtype[Any]") -> int:
     """The ONNX element type of a numpy dtype; TypeError when ONNX has none."""
     try:
         return _NUMPY_TO_ONNX[np.dtype(dtype)]

@@ -90,7 +90,8 @@ def _tensor_array(t: "_capi.Tensor") -> np.ndarray:
     if n == 0 or not t.data:
         return np.zeros(shape, dt)
     buf = (ctypes.c_char * (n * dt.itemsize)).from_address(t.data)
-    return np.frombuffer(buf, dt).reshape(shape).copy()
+    out: np.ndarray = np.frombuffer(memoryview(buf), dt).reshape(shape).copy()
+    return out
 
 
 def _value_object(v: "_capi.Value") -> Any:
