@@ -2,8 +2,9 @@
 """The installed library, as an embedder sees it (issue 23).
 Usage: install_check.py BUILD_DIR
 
-`cmake --install BUILD_DIR --prefix TMP`, then, with the build tree out of
-the way (only TMP is used):
+`cmake --install BUILD_DIR --prefix TMP/stage`, moved to TMP/prefix (the
+files must be relocatable), then, with the build tree out of the way (only
+TMP/prefix is used):
 - the layout: include/dtrexec/dtrexec.h, which includes no header of the
   project (only the C library's) and compiles alone as C11 and as C++;
   libdtrexec.a; libdtrexec.so.X.Y.Z with the soname libdtrexec.so.X.Y;
@@ -96,8 +97,11 @@ def main():
         raise SystemExit(__doc__)
     build = os.path.abspath(sys.argv[1])
     with tempfile.TemporaryDirectory() as work:
-        prefix = os.path.join(work, "prefix")
-        sh(["cmake", "--install", build, "--prefix", prefix])
+        # Installed in one place and used from another: the .pc and CMake
+        # files must be relocatable.
+        stage, prefix = os.path.join(work, "stage"), os.path.join(work, "prefix")
+        sh(["cmake", "--install", build, "--prefix", stage])
+        os.rename(stage, prefix)
         check_layout(prefix)
         model = os.path.join(work, "smallcnn.onnx")
         sh([sys.executable, os.path.join(ROOT, "bench", "models", "make.py"), "smallcnn", "--tiny", "--batch", "2",
