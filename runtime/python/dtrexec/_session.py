@@ -542,8 +542,7 @@ class Session:
             arr[i].kind, arr[i].node = PLAN_KINDS.index(kind), keep[-1]
         if self._pending:
             raise InputError("set_plan() needs a budget in bytes: a ratio is only known after the first step")
-        _check(self._lib.dtrx_session_set_plan(self._h, arr, len(steps)))
-        self._plan_keep = keep  # the C side keeps pointers to the names
+        _check(self._lib.dtrx_session_set_plan(self._h, arr, len(steps)))   # copies the names
 
     def stats(self) -> Dict[str, Any]:
         """The statistics `dtrexec --stats` writes: peak/budget/pinned bytes,
