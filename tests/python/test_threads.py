@@ -33,3 +33,36 @@ def test_errors_stay_in_their_thread(mlp, tmp_path):
     with ThreadPoolExecutor(4) as ex:
         msgs = list(ex.map(fail, range(8)))
     assert all(f"missing{k}.onnx" in m for k, m in enumerate(msgs))
+
+
+def test_gil_released_during_a_step(mlp):
+    """While one thread is inside a training step (a C call), Python code in
+    another thread keeps running: the GIL is not held across the call. Held,
+    the other thread would stop for the whole call (its longest pause about
+    the step's time); released, it pauses only as the OS schedules it."""
+    import threading
+    import time
+
+    s = dtrexec.Session(mlp, threads=1, budget="0.7x", verify_remat=True)
+    s.train()
+    s.step()   # the ratio's measurement and first step, outside the window
+    window = {}
+    ticks = []
+    done = threading.Event()
+
+    def worker():
+        window["start"] = time.perf_counter()
+        s.step()
+        window["end"] = time.perf_counter()
+        done.set()
+
+    t = threading.Thread(target=worker)
+    t.start()
+    while not done.is_set():
+        ticks.append(time.perf_counter())
+    t.join()
+    length = window["end"] - window["start"]
+    inside = [window["start"]] + [x for x in ticks if window["start"] < x < window["end"]] + [window["end"]]
+    longest = max(b - a for a, b in zip(inside, inside[1:]))
+    assert length > 0.05, length
+    assert longest < 0.5 * length, (longest, length)
