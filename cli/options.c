@@ -1,51 +1,19 @@
 /* cli/options.c — parsing helpers shared by the subcommands. */
-#include <ctype.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "cli/cli.h"
 #include "runtime/dtrexec.h"
 
-static const struct {
-    const char *suffix;
-    double factor;
-} size_units[] = {
-    { "", 1 }, { "B", 1 },
-    { "KB", 1e3 }, { "MB", 1e6 }, { "GB", 1e9 }, { "TB", 1e12 },
-    { "K", 1024.0 }, { "M", 1048576.0 }, { "G", 1073741824.0 },
-    { "KIB", 1024.0 }, { "MIB", 1048576.0 }, { "GIB", 1073741824.0 }, { "TIB", 1099511627776.0 },
-};
-
+/* The runtime's parser (runtime/budget_text.c), so that the Python package
+ * takes the same budgets. */
 int cli_parse_size(const char *text, double *bytes, double *ratio)
 {
-    char *end = NULL;
-    double v = strtod(text, &end);
-    *bytes = 0;
-    *ratio = 0;
-    if (end == text || !isfinite(v) || !(v > 0))
-        return -1;
-    if ((end[0] == 'x' || end[0] == 'X') && !end[1]) {
-        if (!(v >= CLI_RATIO_MIN && v <= CLI_RATIO_MAX))
-            return -1;
-        *ratio = v;
-        return 0;
-    }
-    while (isspace((unsigned char)*end))
-        end++;
-    for (size_t i = 0; i < sizeof size_units / sizeof size_units[0]; i++)
-        if (!strcasecmp(end, size_units[i].suffix)) {
-            double b = v * size_units[i].factor;
-            if (!(b >= 1 && b <= CLI_SIZE_MAX))
-                return -1;
-            *bytes = b;
-            return 0;
-        }
-    return -1;
+    return dtrx_parse_budget(text, bytes, ratio) ? -1 : 0;
 }
 
 int cli_parse_number(const char *cmd, const char *opt, const char *text, double min, double max, double *out)

@@ -104,6 +104,14 @@ struct dtrx_options {
 
 void dtrx_options_init(struct dtrx_options *o);
 
+/* Parses a budget as `dtrexec --budget` takes it: "4GB", "512MiB", "1000"
+ * (bytes; KB/MB/GB decimal, K/M/G and KiB/MiB/GiB binary) into *bytes, or
+ * "0.5x" (a fraction of the unbudgeted peak, which the caller measures: one
+ * unbudgeted run or training step) into *ratio; the other is set to 0.
+ * DTRX_ERR_INPUT, with a message, for text that is not a size or lies
+ * outside 1 byte to 2^62 bytes or 1e-06x to 1000x. */
+enum dtrx_status dtrx_parse_budget(const char *text, double *bytes, double *ratio);
+
 /* DTRX_OK when sessions can run on `device` ("cpu", "cuda"); otherwise
  * DTRX_ERR_INPUT with the reason for dtrx_last_error() ("device 'cuda' is
  * not available: no CUDA device found"). */

@@ -7,7 +7,7 @@ SUDO=""
 [ "$(id -u)" = 0 ] || SUDO="sudo"
 need=""
 for pkg in build-essential cmake pkg-config protobuf-c-compiler libprotobuf-c-dev libonnx-dev \
-           check libsubunit-dev libopenblas-dev libdnnl-dev python3 python3-pip coinor-cbc \
+           check libsubunit-dev libopenblas-dev libdnnl-dev python3 python3-pip python3-venv coinor-cbc \
            libjpeg-dev libpng-dev libtiff-dev libwebp-dev libopenjp2-7-dev; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need="$need $pkg"
 done
@@ -40,4 +40,11 @@ fi
 if ! $PY -c "import PIL" 2>/dev/null; then
   $PY -m pip install -q --disable-pip-version-check Pillow 2>&1 | grep -v "Running pip as the 'root' user" || true
   $PY -c "import PIL"
+fi
+# The Python package's build backend and tests (tests/python, pyproject.toml):
+# pip_install_check.py installs into a venv without build isolation, so the
+# backend comes from here.
+if ! $PY -c "import pytest, scikit_build_core" 2>/dev/null; then
+  $PY -m pip install -q --disable-pip-version-check pytest "scikit-build-core>=0.10" 2>&1 | grep -v "Running pip as the 'root' user" || true
+  $PY -c "import pytest, scikit_build_core"
 fi
