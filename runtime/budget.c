@@ -18,7 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime-impl.h"
+#include "runtime/arena.h"
+#include "runtime/budget.h"
+#include "runtime/call.h"
+#include "runtime/clock.h"
+#include "runtime/device.h"
+#include "runtime/memory.h"
+#include "runtime/session.h"
+#include "runtime/status.h"
 
 #define BUDGET_MAX_WINDOW 4096
 
@@ -420,6 +427,7 @@ enum dtrx_status rt_budget_begin(struct dtrx_session *s)
     b->dtr = dtr_create(&b->config, &mem, &comp);
     if (!b->dtr)
         return rt_fail(DTRX_ERR_BUDGET, "out of host memory starting DTR");
+    s->memory = &rt_memory_dtr;
     for (int i = 0; i < s->n_values; i++) {
         struct rt_value *v = s->values[i];
         v->dt = DTR_NONE;
@@ -453,6 +461,7 @@ void rt_budget_end(struct dtrx_session *s)
     }
     dtr_destroy(b->dtr);
     b->dtr = NULL;
+    s->memory = &rt_memory_plain;
     for (int i = 0; i < s->n_values; i++) {
         struct rt_value *v = s->values[i];
         v->dt = DTR_NONE;
@@ -709,3 +718,16 @@ int rt_value_live(const struct dtrx_session *s, const struct rt_value *v)
 {
     return v->storage || (rt_budget_active(s) && v->dt != DTR_NONE);
 }
+
+const struct rt_memory rt_memory_dtr = {
+    .name = "dtr",
+    .evicts = 1,
+    .exec = rt_budget_exec,
+    .persistent_alloc = rt_budget_scratch_alloc,
+    .persistent_add = rt_budget_register,
+    .constant = rt_budget_constant,
+    .read = rt_budget_read,
+    .pin = rt_budget_pin,
+    .release = rt_budget_release,
+    .live = rt_value_live,
+};

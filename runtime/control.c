@@ -34,7 +34,16 @@
 #include <string.h>
 
 #include "ops/params.h"
-#include "runtime/runtime-impl.h"
+#include "runtime/call.h"
+#include "runtime/control.h"
+#include "runtime/emit.h"
+#include "runtime/memory.h"
+#include "runtime/names.h"
+#include "runtime/plan.h"
+#include "runtime/run.h"
+#include "runtime/session.h"
+#include "runtime/status.h"
+#include "runtime/values.h"
 
 /* A loop whose condition never turns false is refused, not run forever. */
 #define CONTROL_MAX_ITERATIONS 10000000LL
@@ -163,7 +172,7 @@ static enum dtrx_status read_scalar(struct dtrx_session *s, const struct rt_call
         return rt_fail(DTRX_ERR_INPUT, "node '%s' (%s): %s must be %s, not %s", c->name, c->def->name, what,
                        want_bool ? "a bool" : "an int32 or int64", onnx_dtype_name(dt));
     int64_t host[2] = { 0, 0 };
-    enum dtrx_status st = rt_budget_read(s, v, host);
+    enum dtrx_status st = s->memory->read(s, v, host);
     if (st)
         return st;
     struct tensor t = v->t;
@@ -765,7 +774,7 @@ static enum dtrx_status exec_scan8(struct dtrx_session *s, struct rt_call *c)
         if (!st && !host)
             st = rt_fail(DTRX_ERR_BUDGET, "out of host memory");
         if (!st)
-            st = rt_budget_read(s, v, host);
+            st = s->memory->read(s, v, host);
         struct tensor h = v->t;
         h.data = host;
         for (int64_t b = 0; !st && b < batch; b++) {
@@ -1005,7 +1014,7 @@ static enum dtrx_status exec_split_to_sequence(struct dtrx_session *s, struct rt
         if (!host || s->values[split]->container || (sp->dtype != ONNX_DTYPE_INT64 && sp->dtype != ONNX_DTYPE_INT32))
             st = rt_fail(DTRX_ERR_INPUT, "node '%s' (SplitToSequence): split must be an int32 or int64 tensor", c->name);
         if (!st)
-            st = rt_budget_read(s, s->values[split], host);
+            st = s->memory->read(s, s->values[split], host);
         if (!st && sp->rank == 0) {
             int64_t chunk = tensor_get_int(&h, 0);
             if (chunk <= 0)

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime-impl.h"
+#include "runtime/device.h"
 #ifdef DTRX_HAVE_CUDA
 #include "ops/cuda/cuda.h"
 #endif

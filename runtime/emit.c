@@ -6,7 +6,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime-impl.h"
+#include "runtime/arena.h"
+#include "runtime/budget.h"
+#include "runtime/call.h"
+#include "runtime/emit.h"
+#include "runtime/exec.h"
+#include "runtime/memory.h"
+#include "runtime/params.h"
+#include "runtime/run.h"
+#include "runtime/session.h"
+#include "runtime/status.h"
+#include "runtime/trace.h"
+#include "runtime/values.h"
 
 #define EMIT_OPSET 25
 #define EMIT_DOMAIN "dtrexec"
@@ -129,15 +140,8 @@ int rt_constant(struct dtrx_session *s, const struct tensor *t, const char *tag)
     struct rt_value *v = s->values[id];
     v->t = *t;
     v->t.data = NULL;
-    if (rt_budget_active(s)) {
-        if (rt_budget_constant(s, v, t->data))
-            return -1;
-    } else {
-        if (rt_value_alloc(s, v))
-            return -1;
-        if (rt_to_device(s, v->t.data, t->data, tensor_size_bytes(t)))
-            return -1;
-    }
+    if (s->memory->constant(s, v, t->data))
+        return -1;
     rt_trace_constant(s, v);
     return id;
 }

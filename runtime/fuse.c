@@ -31,7 +31,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime-impl.h"
+#include "runtime/device.h"
+#include "runtime/emit.h"
+#include "runtime/fuse.h"
+#include "runtime/session.h"
+#include "runtime/status.h"
+#include "runtime/values.h"
 
 /* Channel multiple of the blocked layouts: AVX-512's 16 (AVX2's 8 divides it). */
 #define FUSE_BLOCK 16

@@ -4,8 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/device.h"
 #include "runtime/names.h"
-#include "runtime/runtime-impl.h"
+#include "runtime/plan.h"
+#include "runtime/session.h"
+#include "runtime/status.h"
+#include "runtime/values.h"
 
 static void value_desc_from_info(struct dtrx_value_desc *d, const struct onnx_value_info *vi)
 {

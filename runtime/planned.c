@@ -20,7 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime-impl.h"
+#include "runtime/budget.h"
+#include "runtime/planned.h"
+#include "runtime/session.h"
+#include "runtime/status.h"
+#include "runtime/stepnames.h"
 
 struct rt_plan {
     int n;
@@ -32,6 +36,12 @@ struct rt_plan {
     enum dtr_dealloc dealloc;      /* the session's policy, restored when the schedule goes */
     int n_pending, cap_pending;
 };
+
+static enum dtrx_status plan_before_call(struct dtrx_session *s, const struct rt_call *c);
+/* The schedule's call hook: before each call, the schedule's frees and
+ * recomputations up to that call's step, and the check that it is the
+ * step the schedule runs next. */
+static const struct rt_call_hook plan_hook = { .before = plan_before_call };
 
 void rt_plan_free(struct dtrx_session *s)
 {
@@ -46,6 +56,7 @@ void rt_plan_free(struct dtrx_session *s)
     s->budget.config.dealloc = p->dealloc;
     free(p);
     s->plan = NULL;
+    s->hooks[RT_HOOK_PLAN] = NULL;
 }
 
 enum dtrx_status dtrx_session_set_plan(struct dtrx_session *s, const struct dtrx_plan_step *steps, int n)
@@ -62,6 +73,7 @@ enum dtrx_status dtrx_session_set_plan(struct dtrx_session *s, const struct dtrx
         return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     }
     s->plan = p;
+    s->hooks[RT_HOOK_PLAN] = &plan_hook;
     /* A value the program drops stays until the schedule frees it: the
      * schedule counts it resident until then, and may recompute from it. */
     p->dealloc = s->budget.config.dealloc;
@@ -225,7 +237,7 @@ static enum dtrx_status recompute_node(struct dtrx_session *s, const char *node)
     return DTRX_OK;
 }
 
-enum dtrx_status rt_plan_before_call(struct dtrx_session *s, const struct rt_call *c)
+static enum dtrx_status plan_before_call(struct dtrx_session *s, const struct rt_call *c)
 {
     struct rt_plan *p = s->plan;
     if (!p || !rt_budget_active(s) || !c->n_out)

@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime/runtime-impl.h"
+#include "runtime/arena.h"
+#include "runtime/session.h"
+#include "runtime/status.h"
+#include "runtime/trace.h"
 
 static void name_value(struct dtrx_session *s, struct rt_value *v)
 {
@@ -22,11 +25,16 @@ static void memory_record(struct dtrx_session *s, const struct rt_value *v, size
             (unsigned long long)v->trace_id);
 }
 
+static void trace_call(struct dtrx_session *s, const struct rt_call *c);
+/* The op log's call hook: every executed call, after it ran. */
+static const struct rt_call_hook trace_hook = { .after = trace_call };
+
 enum dtrx_status rt_trace_open(struct dtrx_session *s, const char *path)
 {
     s->trace = fopen(path, "w");
     if (!s->trace)
         return rt_fail(DTRX_ERR_INPUT, "cannot write the trace to '%s'", path);
+    s->hooks[RT_HOOK_TRACE] = &trace_hook;
     return DTRX_OK;
 }
 
@@ -35,6 +43,7 @@ void rt_trace_close(struct dtrx_session *s)
     if (s->trace)
         fclose(s->trace);
     s->trace = NULL;
+    s->hooks[RT_HOOK_TRACE] = NULL;
 }
 
 void rt_trace_annotate(struct dtrx_session *s, const char *what)
@@ -72,7 +81,7 @@ static void args_record(struct dtrx_session *s, const struct rt_call *c)
     fprintf(s->trace, "]");
 }
 
-void rt_trace_call(struct dtrx_session *s, const struct rt_call *c)
+static void trace_call(struct dtrx_session *s, const struct rt_call *c)
 {
     if (!s->trace)
         return;

@@ -7,21 +7,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime-impl.h"
-
-void rt_emitted_free(struct dtrx_session *s);
-
-void dtrx_train_options_init(struct dtrx_train_options *o)
-{
-    memset(o, 0, sizeof *o);
-    o->optimizer = DTRX_OPTIMIZER_SGD;
-    o->loss = DTRX_LOSS_AUTO;
-    o->lr = 0.01f;
-    o->momentum = 0.9f;
-    o->beta1 = 0.9f;
-    o->beta2 = 0.999f;
-    o->eps = 1e-8f;
-}
+#include "runtime/arena.h"
+#include "runtime/budget.h"
+#include "runtime/clock.h"
+#include "runtime/device.h"
+#include "runtime/emit.h"
+#include "runtime/finite.h"
+#include "runtime/fuse.h"
+#include "runtime/interp.h"
+#include "runtime/memory.h"
+#include "runtime/params.h"
+#include "runtime/planned.h"
+#include "runtime/session.h"
+#include "runtime/status.h"
+#include "runtime/trace.h"
+#include "runtime/train.h"
+#include "runtime/values.h"
 
 static int is_float(int dtype) { return dtype == ONNX_DTYPE_FLOAT || dtype == ONNX_DTYPE_DOUBLE; }
 
@@ -583,7 +584,7 @@ static enum dtrx_status backward_call(struct dtrx_session *s, struct rt_call *c)
                 break;
             }
             n_host++;
-            if (bytes && (st = rt_budget_read(s, v, h->data)))
+            if (bytes && (st = s->memory->read(s, v, h->data)))
                 break;
             in_t[i] = h;
         }
@@ -657,7 +658,7 @@ static enum dtrx_status pin_final_grads(struct dtrx_session *s, int tape_index)
         struct rt_value *v = s->values[c->in[i]];
         if (v->kind != RT_VALUE_INITIALIZER || v->grad < 0 || t->first_use[c->in[i]] != tape_index)
             continue;
-        enum dtrx_status st = rt_budget_pin(s, s->values[v->grad]);
+        enum dtrx_status st = s->memory->pin(s, s->values[v->grad]);
         if (st) {
             char why[1024];
             snprintf(why, sizeof why, "%s", dtrx_last_error());
@@ -676,7 +677,7 @@ static enum dtrx_status read_loss(struct dtrx_session *s, int id, double *loss)
         return rt_fail(DTRX_ERR_INPUT, "the loss is not a scalar");
     double host[1];
     t.data = host;
-    enum dtrx_status st = rt_budget_read(s, s->values[id], host);
+    enum dtrx_status st = s->memory->read(s, s->values[id], host);
     if (!st)
         *loss = tensor_get_double(&t, 0);
     return st;
@@ -774,11 +775,11 @@ static enum dtrx_status emit_update(struct dtrx_session *s, int p)
 static enum dtrx_status diverged(struct dtrx_session *s, double loss)
 {
     long long step = (long long)s->train.step + 1;
-    s->check_finite = 1;
+    rt_finite_watch(s, 1);
     s->nonfinite[0] = 0;
     double again = 0;
     enum dtrx_status st = forward_backward(s, &again);
-    s->check_finite = 0;
+    rt_finite_watch(s, 0);
     char where[1024];
     if (s->nonfinite[0])
         snprintf(where, sizeof where, "%s", s->nonfinite);
@@ -825,7 +826,7 @@ enum dtrx_status dtrx_session_get_grad(const struct dtrx_session *s, const char 
         const struct rt_value *v = s->values[i];
         if (strcmp(v->name, name))
             continue;
-        if (v->grad < 0 || !rt_value_live(s, s->values[v->grad]))
+        if (v->grad < 0 || !s->memory->live(s, s->values[v->grad]))
             return rt_fail(DTRX_ERR_INPUT, "'%s' has no gradient (not trainable, or the loss does not depend on it)", name);
         struct rt_value *gv = s->values[v->grad];
         const struct tensor *g = &gv->t;
@@ -840,7 +841,7 @@ enum dtrx_status dtrx_session_get_grad(const struct dtrx_session *s, const char 
             if (!p)
                 return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
             ms->grad_host = p;
-            enum dtrx_status st = rt_budget_read(ms, gv, p);
+            enum dtrx_status st = ms->memory->read(ms, gv, p);
             out->data = p;
             return st;
         }

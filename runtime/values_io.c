@@ -3,7 +3,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime-impl.h"
+#include "runtime/device.h"
+#include "runtime/emit.h"
+#include "runtime/memory.h"
+#include "runtime/session.h"
+#include "runtime/status.h"
+#include "runtime/values.h"
 
 void dtrx_value_clear(struct dtrx_value *v)
 {
@@ -120,9 +125,9 @@ static enum dtrx_status value_copy(struct dtrx_session *s, int id, struct dtrx_v
         return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     if (!bytes)
         return DTRX_OK;
-    if (!rt_value_live(s, v))
+    if (!s->memory->live(s, v))
         return rt_fail(DTRX_ERR_INPUT, "'%s' has no value: run the session first", v->name);
-    return rt_budget_read(s, v, out->tensor.data);
+    return s->memory->read(s, v, out->tensor.data);
 }
 
 enum dtrx_status dtrx_session_get_output_value(struct dtrx_session *s, int index, struct dtrx_value *out)
