@@ -128,7 +128,7 @@ static int named_value(struct dtrx_session *s, const char *base, int k)
         return -1;
     }
     s->values[id]->owned_name = owned;
-    s->values[id]->grad = -1;
+    s->values[id]->train.grad = -1;
     return id;
 }
 
@@ -230,9 +230,9 @@ enum dtrx_status rt_emit(struct dtrx_session *s, const char *op, const struct on
      * when any input does. */
     int requires_grad = 0;
     for (int i = 0; i < n_in; i++)
-        requires_grad |= in[i] >= 0 && s->values[in[i]]->requires_grad;
+        requires_grad |= in[i] >= 0 && s->values[in[i]]->train.requires_grad;
     for (int i = 0; i < n_out; i++)
-        s->values[c->out[i]]->requires_grad = requires_grad && rt_dtype_is_float(s->values[c->out[i]]->t.dtype);
+        s->values[c->out[i]]->train.requires_grad = requires_grad && rt_dtype_is_float(s->values[c->out[i]]->t.dtype);
     return DTRX_OK;
 }
 
@@ -244,7 +244,7 @@ enum dtrx_status rt_emit(struct dtrx_session *s, const char *op, const struct on
  * other persistent blocks, where a hole has opened. */
 static void move_high(struct dtrx_session *s, struct rt_value *v)
 {
-    struct rt_storage *st = v->storage;
+    struct rt_storage *st = v->mem.storage;
     if (!s->arena.budget_bytes || !st || st->refs != 1 || !st->data)
         return;
     void *p = arena_alloc_high(&s->arena, st->size_bytes, NULL);
@@ -289,8 +289,8 @@ void rt_emitted_free(struct dtrx_session *s)
     if (s->n_values > keep)
         s->n_values = keep;
     for (int i = 0; i < s->n_values; i++)
-        if (s->values[i]->made_in_step && !rt_budget_active(s)) {
+        if (s->values[i]->mem.made_in_step && !rt_budget_active(s)) {
             move_high(s, s->values[i]);
-            s->values[i]->made_in_step = 0;
+            s->values[i]->mem.made_in_step = 0;
         }
 }

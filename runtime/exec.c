@@ -23,7 +23,7 @@ enum dtrx_status rt_call_exec(struct dtrx_session *s, struct rt_call *c)
         for (int i = 0; i < c->n_out; i++)
             if (a.out[i]) {
                 memset(a.out[i], 0, sizeof *a.out[i]);
-                s->values[c->out[i]]->dt = DTR_NONE;
+                s->values[c->out[i]]->mem.dt = DTR_NONE;
             }
         /* Every hook sees the call before it runs; the first failure stops it. */
         for (int k = 0; k < RT_HOOK_SLOTS; k++)

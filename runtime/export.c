@@ -163,7 +163,7 @@ static void record_group(struct dtrx_session *s, struct rt_recorder *r, const st
         return;
     for (int k = 0; k < r->n_held; k++) {
         int id = r->held[k];
-        if (!s->values[id]->storage)
+        if (!s->values[id]->mem.storage)
             continue;
         if (r->producer[id] >= 0 && r->producer[id] != r->n)
             node_link(n, r->producer[id]);
@@ -408,7 +408,7 @@ enum dtrx_status dtrx_session_export_graph(struct dtrx_session *s, const char *p
      * draws, resident in every later step) count with the weights. */
     size_t persistent = pinned_before;
     for (int i = n_before; !st && i < s->n_values; i++)
-        if (s->values[i]->kind == RT_VALUE_INITIALIZER && s->values[i]->storage)
+        if (s->values[i]->kind == RT_VALUE_INITIALIZER && s->values[i]->mem.storage)
             persistent += arena_rounded(tensor_size_bytes(&s->values[i]->t));
     if (!st && !r.n)
         st = rt_fail(DTRX_ERR_INPUT, "the training step ran no operator");
@@ -422,13 +422,13 @@ enum dtrx_status dtrx_session_export_graph(struct dtrx_session *s, const char *p
     if (!st && !pinned)
         st = rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     for (int p = 0; pinned && p < s->train.n_params; p++) {
-        int gid = s->values[s->train.params[p]]->grad;
+        int gid = s->values[s->train.params[p]]->train.grad;
         if (gid >= 0 && gid < s->n_values)
             pinned[gid] |= PINNED;
     }
     for (int id = 0; pinned && id < s->n_values; id++) {
         const struct rt_value *v = s->values[id];
-        if (!((pinned[id] & PINNED) || v->is_output || id == s->train.loss) || !s->memory->live(s, v))
+        if (!((pinned[id] & PINNED) || v->use.is_output || id == s->train.loss) || !s->memory->live(s, v))
             continue;
         int src = id < r.producer_cap ? r.view_of[id] : -1;
         pinned[src >= 0 ? src : id] |= KEPT;

@@ -48,7 +48,7 @@ double rt_unsigned_nan(double v) { return isnan(v) ? NAN : v; }
  * float tensor that can be read). */
 static int64_t value_nonfinite(struct dtrx_session *s, struct rt_value *v, double *value)
 {
-    if (v->container || !rt_dtype_is_float(v->t.dtype) || !s->memory->live(s, v))
+    if (v->list.container || !rt_dtype_is_float(v->t.dtype) || !s->memory->live(s, v))
         return -1;
     size_t bytes = tensor_size_bytes(&v->t);
     if (!bytes)

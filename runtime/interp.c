@@ -39,7 +39,7 @@ static enum dtrx_status begin_run(struct dtrx_session *s)
     rt_trace_annotate(s, "START");
     s->trace_started = 1;
     for (int i = 0; i < s->n_values; i++)
-        if (s->values[i]->storage && !s->values[i]->trace_id)
+        if (s->values[i]->mem.storage && !s->values[i]->marks.trace_id)
             rt_trace_constant(s, s->values[i]);
     return rt_device_before_run(s) ? DTRX_ERR_INTERNAL : rt_budget_begin(s);
 }
@@ -54,7 +54,7 @@ static enum dtrx_status copy_outputs(struct dtrx_session *s)
         return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     for (int i = 0; i < s->n_outputs; i++) {
         struct rt_value *v = s->values[s->output_values[i]];
-        if (v->container)
+        if (v->list.container)
             continue;   /* sequences and optionals are read element by element */
         void *p = realloc(s->output_host[i], tensor_size_bytes(&v->t) + 1);
         if (!p)
@@ -91,14 +91,14 @@ enum dtrx_status rt_forward(struct dtrx_session *s, int training)
     if (!training)
         rt_emitted_free(s);
     for (int i = 0; i < s->n_inputs; i++)
-        if (!s->values[s->input_values[i]]->storage && !s->input_set[i])
+        if (!s->values[s->input_values[i]]->mem.storage && !s->input_set[i])
             return rt_fail(DTRX_ERR_INPUT, "graph input '%s' has no value (give it with --input)",
                            s->values[s->input_values[i]]->name);
     enum dtrx_status st = begin_run(s);
     if (st)
         return st;
     for (int i = 0; i < s->n_values; i++)
-        s->values[i]->remaining = s->values[i]->consumers;
+        s->values[i]->use.remaining = s->values[i]->use.consumers;
     s->env.training = training;
     s->taping = training;
     s->n_tape = 0;

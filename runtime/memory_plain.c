@@ -19,9 +19,9 @@ static enum dtrx_status alias_output(struct dtrx_session *s, struct rt_call *c,
         return rt_fail(DTRX_ERR_INTERNAL, "node '%s' (%s): view changes the element count or type",
                        c->name, c->def->name);
     struct rt_value *owner = s->values[c->in[0]];
-    dst->storage = owner->storage;
-    if (dst->storage)
-        dst->storage->refs++;
+    dst->mem.storage = owner->mem.storage;
+    if (dst->mem.storage)
+        dst->mem.storage->refs++;
     dst->t.data = src->data;
     return DTRX_OK;
 }
@@ -29,7 +29,7 @@ static enum dtrx_status alias_output(struct dtrx_session *s, struct rt_call *c,
 static enum dtrx_status plain_exec(struct dtrx_session *s, struct rt_call *c, struct op_call *call)
 {
     for (int i = 0; i < c->n_in; i++)
-        if (c->in[i] >= 0 && !s->values[c->in[i]]->storage)
+        if (c->in[i] >= 0 && !s->values[c->in[i]]->mem.storage)
             return rt_fail(DTRX_ERR_INTERNAL, "node '%s': input '%s' is not resident", c->name,
                            s->values[c->in[i]]->name);
     if (c->def->infer && rt_call_infer(s, call))
@@ -93,7 +93,7 @@ static void plain_release(struct dtrx_session *s, struct rt_value *v)
 static int plain_live(const struct dtrx_session *s, const struct rt_value *v)
 {
     (void)s;
-    return v->storage != NULL;
+    return v->mem.storage != NULL;
 }
 
 const struct rt_memory rt_memory_plain = {

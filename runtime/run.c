@@ -47,7 +47,7 @@ static void hold_saved(struct dtrx_session *s, struct rt_call *c)
     uint32_t need = 0;
     c->held_in = c->held_out = 0;
     for (int i = 0; i < c->n_in; i++)
-        if (c->in[i] >= 0 && s->values[c->in[i]]->requires_grad &&
+        if (c->in[i] >= 0 && s->values[c->in[i]]->train.requires_grad &&
             rt_input_differentiable(c->def->domain, c->def->name, i)) {
             from_param = 1;
             need |= i < 32 ? 1u << i : 0;
@@ -57,8 +57,8 @@ static void hold_saved(struct dtrx_session *s, struct rt_call *c)
     for (int i = 0; i < c->n_out; i++)
         if (c->out[i] >= 0) {
             struct rt_value *y = s->values[c->out[i]];
-            y->requires_grad = from_param && !y->container && rt_dtype_is_float(y->t.dtype);
-            differentiated |= y->requires_grad;
+            y->train.requires_grad = from_param && !y->list.container && rt_dtype_is_float(y->t.dtype);
+            differentiated |= y->train.requires_grad;
         }
     if (!differentiated)
         return;
@@ -71,24 +71,24 @@ static void hold_saved(struct dtrx_session *s, struct rt_call *c)
     c->held_out = c->def->grad_saves_out;
     for (int i = 0; i < c->n_in && i < 32; i++)
         if (c->in[i] >= 0 && (saves_in >> i & 1))
-            s->values[c->in[i]]->remaining++;
+            s->values[c->in[i]]->use.remaining++;
     for (int i = 0; i < c->n_out && i < 32; i++)
         if (c->out[i] >= 0 && (c->def->grad_saves_out >> i & 1))
-            s->values[c->out[i]]->remaining++;
+            s->values[c->out[i]]->use.remaining++;
 }
 
 enum dtrx_status rt_run_call(struct dtrx_session *s, struct rt_call *c)
 {
     enum dtrx_status st;
-    int container_in = c->n_in > 0 && c->in[0] >= 0 && s->values[c->in[0]]->container;
+    int container_in = c->n_in > 0 && c->in[0] >= 0 && s->values[c->in[0]]->list.container;
     if (c->def->runtime || (container_in && !strcmp(c->def->name, "Identity"))) {
         st = s->run_runtime_op(s, c);
     } else {
         for (int i = 0; i < c->n_in; i++)
-            if (c->in[i] >= 0 && s->values[c->in[i]]->container)
+            if (c->in[i] >= 0 && s->values[c->in[i]]->list.container)
                 return rt_fail(DTRX_ERR_INPUT, "node '%s' (%s): input '%s' is a %s, not a tensor", c->name,
                                c->def->name, s->values[c->in[i]]->name,
-                               s->values[c->in[i]]->container == RT_SEQUENCE ? "sequence" : "optional");
+                               s->values[c->in[i]]->list.container == RT_SEQUENCE ? "sequence" : "optional");
         st = rt_call_exec(s, c);
         if (!st && s->taping) {
             hold_saved(s, c);

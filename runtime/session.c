@@ -362,7 +362,7 @@ enum dtrx_status dtrx_session_get_output(const struct dtrx_session *s, int index
     out->dtype = v->t.dtype;
     out->rank = v->t.rank;
     memcpy(out->dims, v->t.dims, sizeof out->dims);
-    out->data = (rt_budget_active(s) && !v->storage) || !rt_device_on_host(s) ? s->output_host[index] : v->t.data;
+    out->data = (rt_budget_active(s) && !v->mem.storage) || !rt_device_on_host(s) ? s->output_host[index] : v->t.data;
     if (s->output_half[index] && v->t.dtype == ONNX_DTYPE_FLOAT)
         return narrow_output(s, index, out);
     return DTRX_OK;
@@ -393,7 +393,7 @@ enum dtrx_status dtrx_session_tensor(struct dtrx_session *s, const char *name, s
         struct rt_value *v = s->values[i];
         if (v->kind == RT_VALUE_INTERMEDIATE || strcmp(v->name, name))
             continue;
-        if (!v->storage)
+        if (!v->mem.storage)
             return rt_fail(DTRX_ERR_INPUT, "'%s' has no value yet", name);
         out->dtype = v->t.dtype;
         out->rank = v->t.rank;

@@ -16,9 +16,9 @@
 void rt_value_destroy(struct dtrx_session *s, struct rt_value *v)
 {
     /* Teardown: the elements of a sequence are destroyed on their own. */
-    free(v->elems);
-    v->elems = NULL;
-    v->n_elems = 0;
+    free(v->list.elems);
+    v->list.elems = NULL;
+    v->list.n_elems = 0;
     rt_value_release(s, v);
     free(v->owned_name);
     free(v);
@@ -35,9 +35,9 @@ int rt_persistent_new(struct dtrx_session *s, const struct tensor *t, const char
     }
     struct rt_value *v = s->values[id];
     v->owned_name = owned;
-    v->grad = -1;
-    v->dt = DTR_NONE;
-    v->made_in_step = s->memory->evicts;
+    v->train.grad = -1;
+    v->mem.dt = DTR_NONE;
+    v->mem.made_in_step = s->memory->evicts;
     v->t = *t;
     v->t.data = NULL;
     if (rt_value_alloc(s, v))
@@ -66,8 +66,8 @@ int rt_value_new(struct dtrx_session *s, const char *name, int kind)
         return -1;
     v->name = name;
     v->kind = kind;
-    v->dt = DTR_NONE;
-    v->grad = -1;
+    v->mem.dt = DTR_NONE;
+    v->train.grad = -1;
     s->values[s->n_values] = v;
     return s->n_values++;
 }
@@ -95,7 +95,7 @@ enum dtrx_status rt_value_alloc(struct dtrx_session *s, struct rt_value *v)
     st->data = data;
     st->size_bytes = bytes;
     st->refs = 1;
-    v->storage = st;
+    v->mem.storage = st;
     v->t.data = data;
     return DTRX_OK;
 }
@@ -103,21 +103,21 @@ enum dtrx_status rt_value_alloc(struct dtrx_session *s, struct rt_value *v)
 size_t rt_value_bytes(const struct dtrx_session *s, const struct rt_value *v)
 {
     size_t bytes = 0;
-    for (int i = 0; i < v->n_elems; i++)
-        bytes += rt_value_bytes(s, s->values[v->elems[i]]);
-    if (!v->container && v->t.data)
+    for (int i = 0; i < v->list.n_elems; i++)
+        bytes += rt_value_bytes(s, s->values[v->list.elems[i]]);
+    if (!v->list.container && v->t.data)
         bytes += arena_rounded(tensor_size_bytes(&v->t));
     return bytes;
 }
 
 void rt_value_release(struct dtrx_session *s, struct rt_value *v)
 {
-    if (v->container) {
+    if (v->list.container) {
         /* A sequence or optional lets go of its elements. */
-        int n = v->n_elems;
-        int *elems = v->elems;
-        v->n_elems = 0;
-        v->elems = NULL;
+        int n = v->list.n_elems;
+        int *elems = v->list.elems;
+        v->list.n_elems = 0;
+        v->list.elems = NULL;
         for (int i = 0; i < n; i++)
             rt_value_unhold(s, elems[i]);
         free(elems);
@@ -125,10 +125,10 @@ void rt_value_release(struct dtrx_session *s, struct rt_value *v)
     }
     rt_trace_release(s, v);
     s->memory->release(s, v);
-    struct rt_storage *st = v->storage;
+    struct rt_storage *st = v->mem.storage;
     if (!st)
         return;
-    v->storage = NULL;
+    v->mem.storage = NULL;
     v->t.data = NULL;
     if (--st->refs == 0) {
         arena_free(&s->arena, st->data);
@@ -138,18 +138,18 @@ void rt_value_release(struct dtrx_session *s, struct rt_value *v)
 
 void rt_value_drop_if_unused(struct dtrx_session *s, struct rt_value *v)
 {
-    if (v->remaining <= 0 && v->kind == RT_VALUE_INTERMEDIATE && !v->is_output)
+    if (v->use.remaining <= 0 && v->kind == RT_VALUE_INTERMEDIATE && !v->use.is_output)
         rt_value_release(s, v);
 }
 
 void rt_value_hold(struct dtrx_session *s, int id)
 {
-    s->values[id]->remaining++;
+    s->values[id]->use.remaining++;
 }
 
 void rt_value_unhold(struct dtrx_session *s, int id)
 {
     struct rt_value *v = s->values[id];
-    v->remaining--;
+    v->use.remaining--;
     rt_value_drop_if_unused(s, v);
 }
