@@ -1,7 +1,22 @@
 /* runtime/session.h — the session's structure: everything a
  * loaded model carries between calls of the API. Each part's own state is
  * its own struct (budget.h, train.h, stepnames.h); the parts are in the
- * headers named after their files. Only the runtime's sources include it. */
+ * headers named after their files. Only the runtime's sources include it.
+ *
+ * The runtime's layers (a file calls only files on its line or below, and
+ * no two files call each other even through others; checked by
+ * scripts/runtime_deps.py, CTest runtime/deps):
+ *   session.c, inputs.c, values_io.c    the API: load, bind, read
+ *   export.c -> train.c                 the recorder; training (finite.c,
+ *                                       planned.c -> stepnames.c)
+ *   interp.c, control.c, fuse.c         the interpreter, control flow, fusion
+ *   emit.c, plan.c                      calls the runtime builds; the model's
+ *   run.c                               one forward-pass call, the tape
+ *   exec.c                              the call executor: hooks (hooks.h)
+ *                                       around the memory's exec
+ *   budget.c (DTR), memory_plain.c      value memory behind memory.h
+ *   values.c, trace.c, call.c           value lifetime, op log, the closure
+ *   device.c, arena*.c, params.c, clock.c, status.c, names.c   leaves */
 #ifndef DTRX_RUNTIME_SESSION_H
 #define DTRX_RUNTIME_SESSION_H
 
