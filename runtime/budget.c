@@ -18,7 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime-impl.h"
+#include "runtime/arena.h"
+#include "runtime/budget.h"
+#include "runtime/call.h"
+#include "runtime/clock.h"
+#include "runtime/device.h"
+#include "runtime/memory.h"
+#include "runtime/session.h"
+#include "runtime/status.h"
 
 #define BUDGET_MAX_WINDOW 4096
 
@@ -262,10 +269,10 @@ static enum dtrx_status verify_outputs(struct dtrx_session *s, struct rt_call *c
     /* Inputs that were computed in this step must still hold their bytes
      * (persistent inputs may change in place: running statistics). */
     for (int i = 0; i < c->n_in; i++) {
-        if (c->in[i] < 0 || s->values[c->in[i]]->storage)
+        if (c->in[i] < 0 || s->values[c->in[i]]->mem.storage)
             continue;
         struct rt_value *v = s->values[c->in[i]];
-        dtr_storage st = dtr_tensor_storage(b->dtr, v->dt);
+        dtr_storage st = dtr_tensor_storage(b->dtr, v->mem.dt);
         if (st < b->capacity && b->hash[st] && b->hash[st] != hash_bytes(rt_host_view(s, v->t.data, tensor_size_bytes(&v->t)), tensor_size_bytes(&v->t)))
             return rt_fail(DTRX_ERR_INTERNAL, "input '%s' of node '%s' no longer holds the bytes it was computed with",
                            v->name, c->name);
@@ -274,7 +281,7 @@ static enum dtrx_status verify_outputs(struct dtrx_session *s, struct rt_call *c
         if (c->out[i] < 0 || (c->def->alias && i == 0))
             continue;
         struct rt_value *v = s->values[c->out[i]];
-        dtr_storage st = dtr_tensor_storage(b->dtr, v->dt);
+        dtr_storage st = dtr_tensor_storage(b->dtr, v->mem.dt);
         if (grow_slots(b, st))
             return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
         uint64_t h = hash_bytes(rt_host_view(s, v->t.data, tensor_size_bytes(&v->t)), tensor_size_bytes(&v->t));
@@ -325,8 +332,8 @@ static int compute_call(void *ctx, dtr_op op, void *closure, int rematerialize)
         /* The first execution: the core has named the outputs already. */
         for (int i = 0, k = 0; i < c->n_out; i++)
             if (c->out[i] >= 0) {
-                s->values[c->out[i]]->dt = s->budget.pending_outs[k++];
-                s->values[c->out[i]]->dtr_held = 1;
+                s->values[c->out[i]]->mem.dt = s->budget.pending_outs[k++];
+                s->values[c->out[i]]->mem.dtr_held = 1;
             }
     }
     if (rematerialize && c->def->alias)
@@ -340,10 +347,10 @@ static int compute_call(void *ctx, dtr_op op, void *closure, int rematerialize)
     for (int attempt = 0; attempt < 3; attempt++) {
         for (int i = 0; i < c->n_in; i++)
             if (c->in[i] >= 0)
-                s->values[c->in[i]]->t.data = tensor_data(s, s->values[c->in[i]]->dt, 0);
+                s->values[c->in[i]]->t.data = tensor_data(s, s->values[c->in[i]]->mem.dt, 0);
         for (int i = 0; i < c->n_out; i++)
             if (c->out[i] >= 0)
-                s->values[c->out[i]]->t.data = tensor_data(s, s->values[c->out[i]]->dt, 1);
+                s->values[c->out[i]]->t.data = tensor_data(s, s->values[c->out[i]]->mem.dt, 1);
         s->budget.scratch_failed_bytes = 0;
         s->budget.scratch_requested = 0;
         s->budget.busy_call = c;
@@ -366,7 +373,7 @@ static int compute_call(void *ctx, dtr_op op, void *closure, int rematerialize)
     if (st && s->budget.scratch_failed_bytes) {
         size_t pinned = 0;
         for (int i = 0; i < s->n_values; i++)
-            if (s->values[i]->storage)
+            if (s->values[i]->mem.storage)
                 pinned += arena_rounded(tensor_size_bytes(&s->values[i]->t));
         rt_fail(DTRX_ERR_BUDGET,
                 "budget of %zu bytes is infeasible: node '%s' (%s) needs %zu bytes of kernel workspace beside its "
@@ -388,23 +395,23 @@ int rt_budget_active(const struct dtrx_session *s) { return s->budget.dtr != NUL
 static enum dtrx_status register_constant(struct dtrx_session *s, struct rt_value *v)
 {
     struct rt_budget *b = &s->budget;
-    b->adopt = v->storage->data;
-    enum dtr_status st = dtr_constant_add(b->dtr, arena_size_of(&s->arena, v->storage->data), NULL, &v->dt);
+    b->adopt = v->mem.storage->data;
+    enum dtr_status st = dtr_constant_add(b->dtr, arena_size_of(&s->arena, v->mem.storage->data), NULL, &v->mem.dt);
     b->adopt = NULL;
     if (st)
         return rt_fail(DTRX_ERR_INTERNAL, "dtr: %s", dtr_error(b->dtr));
     if (b->verify) {
-        dtr_storage sto = dtr_tensor_storage(b->dtr, v->dt);
+        dtr_storage sto = dtr_tensor_storage(b->dtr, v->mem.dt);
         if (grow_slots(b, sto))
             return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
-        b->hash[sto] = hash_bytes(rt_host_view(s, v->storage->data, tensor_size_bytes(&v->t)), tensor_size_bytes(&v->t));
+        b->hash[sto] = hash_bytes(rt_host_view(s, v->mem.storage->data, tensor_size_bytes(&v->t)), tensor_size_bytes(&v->t));
     }
     return DTRX_OK;
 }
 
 enum dtrx_status rt_budget_register(struct dtrx_session *s, struct rt_value *v)
 {
-    if (!rt_budget_active(s) || !v->storage)
+    if (!rt_budget_active(s) || !v->mem.storage)
         return DTRX_OK;
     return register_constant(s, v);
 }
@@ -420,10 +427,11 @@ enum dtrx_status rt_budget_begin(struct dtrx_session *s)
     b->dtr = dtr_create(&b->config, &mem, &comp);
     if (!b->dtr)
         return rt_fail(DTRX_ERR_BUDGET, "out of host memory starting DTR");
+    s->memory = &rt_memory_dtr;
     for (int i = 0; i < s->n_values; i++) {
         struct rt_value *v = s->values[i];
-        v->dt = DTR_NONE;
-        if (v->storage) {
+        v->mem.dt = DTR_NONE;
+        if (v->mem.storage) {
             enum dtrx_status st = register_constant(s, v);
             if (st)
                 return st;
@@ -453,11 +461,12 @@ void rt_budget_end(struct dtrx_session *s)
     }
     dtr_destroy(b->dtr);
     b->dtr = NULL;
+    s->memory = &rt_memory_plain;
     for (int i = 0; i < s->n_values; i++) {
         struct rt_value *v = s->values[i];
-        v->dt = DTR_NONE;
-        v->dtr_held = 0;
-        if (!v->storage)
+        v->mem.dt = DTR_NONE;
+        v->mem.dtr_held = 0;
+        if (!v->mem.storage)
             v->t.data = NULL;
     }
 }
@@ -486,7 +495,7 @@ static enum dtrx_status dtr_failure(struct dtrx_session *s, const struct rt_call
             if (c->out[i] >= 0)
                 need += (double)arena_rounded(tensor_size_bytes(&s->values[c->out[i]]->t));
         for (int i = 0; i < c->n_in; i++)
-            if (c->in[i] >= 0 && !s->values[c->in[i]]->storage)
+            if (c->in[i] >= 0 && !s->values[c->in[i]]->mem.storage)
                 inputs += (double)arena_rounded(tensor_size_bytes(&s->values[c->in[i]]->t));
         return rt_fail(DTRX_ERR_BUDGET,
                        "budget of %zu bytes is infeasible: node '%s' (%s) needs %.0f bytes for its outputs "
@@ -509,10 +518,10 @@ static enum dtrx_status dtr_failure(struct dtrx_session *s, const struct rt_call
 /* Makes a value resident and locked, its data pointer valid. */
 static enum dtrx_status acquire(struct dtrx_session *s, struct rt_value *v, const struct rt_call *c)
 {
-    enum dtr_status st = dtr_tensor_acquire(s->budget.dtr, v->dt);
+    enum dtr_status st = dtr_tensor_acquire(s->budget.dtr, v->mem.dt);
     if (st)
         return dtr_failure(s, c, st);
-    v->t.data = tensor_data(s, v->dt, 0);
+    v->t.data = tensor_data(s, v->mem.dt, 0);
     return DTRX_OK;
 }
 
@@ -531,7 +540,7 @@ enum dtrx_status rt_budget_exec(struct dtrx_session *s, struct rt_call *c, struc
     /* An acquisition may have recomputed, and so moved, an earlier one. */
     for (int i = 0; i < c->n_in && i < 32; i++)
         if (locked >> i & 1)
-            s->values[c->in[i]]->t.data = tensor_data(s, s->values[c->in[i]]->dt, 0);
+            s->values[c->in[i]]->t.data = tensor_data(s, s->values[c->in[i]]->mem.dt, 0);
     if (!st && c->def->infer && rt_call_infer(s, call))
         st = rt_fail(DTRX_ERR_INPUT, "%s", s->op_err[0] ? s->op_err : "shape inference failed");
     if (!st && mutating) {
@@ -559,7 +568,7 @@ enum dtrx_status rt_budget_exec(struct dtrx_session *s, struct rt_call *c, struc
             if (c->in[i] >= 0) {
                 if (i == 0)
                     alias_input = (int)n_in;
-                ins[n_in++] = s->values[c->in[i]]->dt;
+                ins[n_in++] = s->values[c->in[i]]->mem.dt;
             }
         for (int i = 0; i < c->n_out && !st; i++)
             if (c->out[i] >= 0) {
@@ -597,7 +606,7 @@ enum dtrx_status rt_budget_exec(struct dtrx_session *s, struct rt_call *c, struc
     }
     for (int i = 0; i < c->n_in && i < 32; i++)
         if (locked >> i & 1)
-            dtr_tensor_unacquire(b->dtr, s->values[c->in[i]]->dt);
+            dtr_tensor_unacquire(b->dtr, s->values[c->in[i]]->mem.dt);
     double total = rt_now_seconds() - t0;
     s->stats.dtr_overhead_seconds += total - (b->kernel_seconds - kernel0);
     return st;
@@ -606,34 +615,34 @@ enum dtrx_status rt_budget_exec(struct dtrx_session *s, struct rt_call *c, struc
 enum dtrx_status rt_budget_read(struct dtrx_session *s, struct rt_value *v, void *dst)
 {
     size_t bytes = tensor_size_bytes(&v->t);
-    if (v->storage || !rt_budget_active(s) || v->dt == DTR_NONE) {
+    if (v->mem.storage || !rt_budget_active(s) || v->mem.dt == DTR_NONE) {
         if (!v->t.data)
             return rt_fail(DTRX_ERR_INPUT, "'%s' has no value", v->name);
         return rt_to_host(s, dst, v->t.data, bytes);
     }
-    enum dtr_status st = dtr_tensor_acquire(s->budget.dtr, v->dt);
+    enum dtr_status st = dtr_tensor_acquire(s->budget.dtr, v->mem.dt);
     if (st)
         return dtr_failure(s, NULL, st);
-    enum dtrx_status copied = rt_to_host(s, dst, tensor_data(s, v->dt, 0), bytes);
-    dtr_tensor_unacquire(s->budget.dtr, v->dt);
+    enum dtrx_status copied = rt_to_host(s, dst, tensor_data(s, v->mem.dt, 0), bytes);
+    dtr_tensor_unacquire(s->budget.dtr, v->mem.dt);
     return copied;
 }
 
 /* Makes a value resident for good (until the instance ends). */
 enum dtrx_status rt_budget_pin(struct dtrx_session *s, struct rt_value *v)
 {
-    if (!rt_budget_active(s) || v->dt == DTR_NONE || v->storage)
+    if (!rt_budget_active(s) || v->mem.dt == DTR_NONE || v->mem.storage)
         return DTRX_OK;
-    enum dtr_status st = dtr_tensor_pin(s->budget.dtr, v->dt);
+    enum dtr_status st = dtr_tensor_pin(s->budget.dtr, v->mem.dt);
     return st ? dtr_failure(s, NULL, st) : DTRX_OK;
 }
 
 void rt_budget_release(struct dtrx_session *s, struct rt_value *v)
 {
-    if (!rt_budget_active(s) || v->dt == DTR_NONE || v->storage || !v->dtr_held)
+    if (!rt_budget_active(s) || v->mem.dt == DTR_NONE || v->mem.storage || !v->mem.dtr_held)
         return;
-    v->dtr_held = 0;
-    dtr_tensor_release(s->budget.dtr, v->dt);
+    v->mem.dtr_held = 0;
+    dtr_tensor_release(s->budget.dtr, v->mem.dt);
 }
 
 /* A step-local constant (axes of a reduction, the loss seed): a pinned
@@ -642,12 +651,12 @@ enum dtrx_status rt_budget_constant(struct dtrx_session *s, struct rt_value *v, 
 {
     size_t bytes = tensor_size_bytes(&v->t);
     s->budget.constant_pending = 1;
-    enum dtr_status st = dtr_constant_add(s->budget.dtr, arena_rounded(bytes), NULL, &v->dt);
+    enum dtr_status st = dtr_constant_add(s->budget.dtr, arena_rounded(bytes), NULL, &v->mem.dt);
     s->budget.constant_pending = 0;
     if (st)
         return rt_fail(st == DTR_ERR_OOM ? DTRX_ERR_BUDGET : DTRX_ERR_INTERNAL, "constant '%s': %s", v->name,
                        dtr_error(s->budget.dtr));
-    v->t.data = tensor_data(s, v->dt, 0);
+    v->t.data = tensor_data(s, v->mem.dt, 0);
     return rt_to_device(s, v->t.data, data, bytes);
 }
 
@@ -707,5 +716,18 @@ void rt_budget_scratch_free(struct dtrx_session *s, void *ptr)
 
 int rt_value_live(const struct dtrx_session *s, const struct rt_value *v)
 {
-    return v->storage || (rt_budget_active(s) && v->dt != DTR_NONE);
+    return v->mem.storage || (rt_budget_active(s) && v->mem.dt != DTR_NONE);
 }
+
+const struct rt_memory rt_memory_dtr = {
+    .name = "dtr",
+    .evicts = 1,
+    .exec = rt_budget_exec,
+    .persistent_alloc = rt_budget_scratch_alloc,
+    .persistent_add = rt_budget_register,
+    .constant = rt_budget_constant,
+    .read = rt_budget_read,
+    .pin = rt_budget_pin,
+    .release = rt_budget_release,
+    .live = rt_value_live,
+};

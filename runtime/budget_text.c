@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <strings.h>
 
-#include "runtime/runtime-impl.h"
+#include "runtime/status.h"
 
 /* The limits of cli/cli.h's CLI_SIZE_RANGE: 1 byte to 2^62 bytes, 1e-6x to 1000x. */
 #define BUDGET_BYTES_MAX 4611686018427387904.0

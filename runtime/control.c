@@ -14,7 +14,7 @@
  * inputs are sliced with Gather and scan outputs stacked with Unsqueeze and
  * Concat. Every such call is recorded and differentiable.
  *
- * Sequences and optionals are lists of values (rt_value.elems), each element
+ * Sequences and optionals are lists of values (rt_value.list), each element
  * held once while the list lives; their operators only rearrange lists, and
  * the tensors inside move through Identity, Split and Concat calls.
  * SequenceMap instantiates its body once per element, as Loop does.
@@ -34,7 +34,16 @@
 #include <string.h>
 
 #include "ops/params.h"
-#include "runtime/runtime-impl.h"
+#include "runtime/call.h"
+#include "runtime/control.h"
+#include "runtime/emit.h"
+#include "runtime/memory.h"
+#include "runtime/names.h"
+#include "runtime/plan.h"
+#include "runtime/run.h"
+#include "runtime/session.h"
+#include "runtime/status.h"
+#include "runtime/values.h"
 
 /* A loop whose condition never turns false is refused, not run forever. */
 #define CONTROL_MAX_ITERATIONS 10000000LL
@@ -125,10 +134,10 @@ static enum dtrx_status container_set(struct dtrx_session *s, int dst, int kind,
         memcpy(copy, elems, sizeof(int) * (size_t)n);
     for (int i = 0; i < n; i++)
         rt_value_hold(s, copy[i]);
-    free(v->elems);
-    v->container = kind;
-    v->elems = copy;
-    v->n_elems = n;
+    free(v->list.elems);
+    v->list.container = kind;
+    v->list.elems = copy;
+    v->list.n_elems = n;
     return DTRX_OK;
 }
 
@@ -139,8 +148,8 @@ static enum dtrx_status assign(struct dtrx_session *s, const struct rt_call *c, 
     if (dst < 0)
         return DTRX_OK;
     const struct rt_value *v = s->values[src];
-    if (v->container)
-        return container_set(s, dst, v->container, v->n_elems, v->elems);
+    if (v->list.container)
+        return container_set(s, dst, v->list.container, v->list.n_elems, v->list.elems);
     int in[1] = { src }, out[1] = { dst };
     return emit_run(s, "Identity", NULL, 0, 1, in, 1, out, c->name);
 }
@@ -150,9 +159,9 @@ static enum dtrx_status read_scalar(struct dtrx_session *s, const struct rt_call
                                     int want_bool, int64_t *value)
 {
     struct rt_value *v = s->values[id];
-    if (v->container)
+    if (v->list.container)
         return rt_fail(DTRX_ERR_INPUT, "node '%s' (%s): %s is a %s, not a tensor", c->name, c->def->name, what,
-                       container_name(v->container));
+                       container_name(v->list.container));
     char shape[128];
     if (tensor_numel(&v->t) != 1)
         return rt_fail(DTRX_ERR_INPUT, "node '%s' (%s): %s must hold one element, not %s", c->name, c->def->name,
@@ -163,7 +172,7 @@ static enum dtrx_status read_scalar(struct dtrx_session *s, const struct rt_call
         return rt_fail(DTRX_ERR_INPUT, "node '%s' (%s): %s must be %s, not %s", c->name, c->def->name, what,
                        want_bool ? "a bool" : "an int32 or int64", onnx_dtype_name(dt));
     int64_t host[2] = { 0, 0 };
-    enum dtrx_status st = rt_budget_read(s, v, host);
+    enum dtrx_status st = s->memory->read(s, v, host);
     if (st)
         return st;
     struct tensor t = v->t;
@@ -234,9 +243,9 @@ static enum dtrx_status check_input_type(struct dtrx_session *s, const struct rt
     const struct rt_value *v = s->values[id];
     int kind = vi->kind == ONNX_VALUE_SEQUENCE ? RT_SEQUENCE : vi->kind == ONNX_VALUE_OPTIONAL ? RT_OPTIONAL : RT_TENSOR;
     /* An optional slot also takes a plain value (it then has an element). */
-    if (vi->kind != ONNX_VALUE_OTHER && kind != v->container && kind != RT_OPTIONAL)
+    if (vi->kind != ONNX_VALUE_OTHER && kind != v->list.container && kind != RT_OPTIONAL)
         return rt_fail(DTRX_ERR_INPUT, "node '%s' (%s): subgraph input '%s' is declared a %s but receives a %s",
-                       c->name, c->def->name, vi->name, container_name(kind), container_name(v->container));
+                       c->name, c->def->name, vi->name, container_name(kind), container_name(v->list.container));
     if (kind == RT_TENSOR && vi->elem_type && vi->elem_type != v->t.dtype)
         return rt_fail(DTRX_ERR_INPUT, "node '%s' (%s): subgraph input '%s' is declared %s but receives %s",
                        c->name, c->def->name, vi->name, onnx_dtype_name(vi->elem_type), onnx_dtype_name(v->t.dtype));
@@ -668,7 +677,7 @@ static enum dtrx_status exec_scan9(struct dtrx_session *s, struct rt_call *c)
     int64_t steps = -1;
     for (int j = 0; j < n_scan; j++) {
         int id = c->in[n_state + j];
-        if (id < 0 || s->values[id]->container)
+        if (id < 0 || s->values[id]->list.container)
             return rt_fail(DTRX_ERR_INPUT, "node '%s' (Scan): scan input %d must be a tensor", c->name, j);
         const struct tensor *t = &s->values[id]->t;
         int64_t a = in_axes[j] < 0 ? in_axes[j] + t->rank : in_axes[j];
@@ -725,7 +734,7 @@ static enum dtrx_status exec_scan8(struct dtrx_session *s, struct rt_call *c)
     const int *states = c->in + 1, *xs = c->in + 1 + n_state;
     int64_t batch = -1, length = -1;
     for (int j = 0; j < n_scan; j++) {
-        if (xs[j] < 0 || s->values[xs[j]]->container)
+        if (xs[j] < 0 || s->values[xs[j]]->list.container)
             return rt_fail(DTRX_ERR_INPUT, "node '%s' (Scan): scan input %d must be a tensor", c->name, j);
         const struct tensor *t = &s->values[xs[j]]->t;
         char shape[128];
@@ -739,7 +748,7 @@ static enum dtrx_status exec_scan8(struct dtrx_session *s, struct rt_call *c)
         length = t->dims[1];
     }
     for (int i = 0; i < n_state; i++) {
-        if (states[i] < 0 || s->values[states[i]]->container)
+        if (states[i] < 0 || s->values[states[i]]->list.container)
             return rt_fail(DTRX_ERR_INPUT, "node '%s' (Scan): state input %d must be a tensor", c->name, i);
         const struct tensor *t = &s->values[states[i]]->t;
         char shape[128];
@@ -756,16 +765,16 @@ static enum dtrx_status exec_scan8(struct dtrx_session *s, struct rt_call *c)
     if (c->in[0] >= 0) {
         struct rt_value *v = s->values[c->in[0]];
         char shape[128];
-        if (v->container || (v->t.dtype != ONNX_DTYPE_INT64 && v->t.dtype != ONNX_DTYPE_INT32) ||
+        if (v->list.container || (v->t.dtype != ONNX_DTYPE_INT64 && v->t.dtype != ONNX_DTYPE_INT32) ||
             v->t.rank != 1 || v->t.dims[0] != batch)
             st = rt_fail(DTRX_ERR_INPUT, "node '%s' (Scan): sequence_lens must be int64[%lld], not %s", c->name,
-                         (long long)batch, v->container ? container_name(v->container)
+                         (long long)batch, v->list.container ? container_name(v->list.container)
                                                         : tensor_describe(&v->t, shape, sizeof shape));
         void *host = st ? NULL : malloc(sizeof(int64_t) * (size_t)(batch + 1));
         if (!st && !host)
             st = rt_fail(DTRX_ERR_BUDGET, "out of host memory");
         if (!st)
-            st = rt_budget_read(s, v, host);
+            st = s->memory->read(s, v, host);
         struct tensor h = v->t;
         h.data = host;
         for (int64_t b = 0; !st && b < batch; b++) {
@@ -869,9 +878,9 @@ static enum dtrx_status exec_scan(struct dtrx_session *s, struct rt_call *c)
 
 static enum dtrx_status need_sequence(struct dtrx_session *s, const struct rt_call *c, int id)
 {
-    if (id < 0 || s->values[id]->container != RT_SEQUENCE)
+    if (id < 0 || s->values[id]->list.container != RT_SEQUENCE)
         return rt_fail(DTRX_ERR_INPUT, "node '%s' (%s): input must be a sequence, not a %s", c->name, c->def->name,
-                       id < 0 ? "missing value" : container_name(s->values[id]->container));
+                       id < 0 ? "missing value" : container_name(s->values[id]->list.container));
     return DTRX_OK;
 }
 
@@ -904,7 +913,7 @@ static enum dtrx_status exec_sequence_construct(struct dtrx_session *s, struct r
 {
     int n = c->node ? c->node->n_inputs : c->n_in;
     for (int i = 0; i < n; i++)
-        if (c->in[i] < 0 || s->values[c->in[i]]->container)
+        if (c->in[i] < 0 || s->values[c->in[i]]->list.container)
             return rt_fail(DTRX_ERR_INPUT, "node '%s' (SequenceConstruct): input %d must be a tensor", c->name, i);
     return container_set(s, c->out[0], RT_SEQUENCE, n, c->in);
 }
@@ -914,19 +923,19 @@ static enum dtrx_status exec_sequence_insert(struct dtrx_session *s, struct rt_c
     enum dtrx_status st = need_sequence(s, c, c->in[0]);
     const struct rt_value *seq = s->values[c->in[0]];
     int pos = 0;
-    if (!st && (c->in[1] < 0 || s->values[c->in[1]]->container))
+    if (!st && (c->in[1] < 0 || s->values[c->in[1]]->list.container))
         st = rt_fail(DTRX_ERR_INPUT, "node '%s' (SequenceInsert): the inserted value must be a tensor", c->name);
     if (!st)
-        st = read_position(s, c, c->n_in > 2 ? c->in[2] : -1, seq->n_elems, 1, seq->n_elems, &pos);
+        st = read_position(s, c, c->n_in > 2 ? c->in[2] : -1, seq->list.n_elems, 1, seq->list.n_elems, &pos);
     if (st)
         return st;
-    int *elems = malloc(sizeof(int) * (size_t)(seq->n_elems + 1));
+    int *elems = malloc(sizeof(int) * (size_t)(seq->list.n_elems + 1));
     if (!elems)
         return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
-    memcpy(elems, seq->elems, sizeof(int) * (size_t)pos);
+    memcpy(elems, seq->list.elems, sizeof(int) * (size_t)pos);
     elems[pos] = c->in[1];
-    memcpy(elems + pos + 1, seq->elems + pos, sizeof(int) * (size_t)(seq->n_elems - pos));
-    st = container_set(s, c->out[0], RT_SEQUENCE, seq->n_elems + 1, elems);
+    memcpy(elems + pos + 1, seq->list.elems + pos, sizeof(int) * (size_t)(seq->list.n_elems - pos));
+    st = container_set(s, c->out[0], RT_SEQUENCE, seq->list.n_elems + 1, elems);
     free(elems);
     return st;
 }
@@ -936,17 +945,17 @@ static enum dtrx_status exec_sequence_erase(struct dtrx_session *s, struct rt_ca
     enum dtrx_status st = need_sequence(s, c, c->in[0]);
     int pos = 0;
     if (!st)
-        st = read_position(s, c, c->n_in > 1 ? c->in[1] : -1, s->values[c->in[0]]->n_elems, 0,
-                           s->values[c->in[0]]->n_elems - 1, &pos);
+        st = read_position(s, c, c->n_in > 1 ? c->in[1] : -1, s->values[c->in[0]]->list.n_elems, 0,
+                           s->values[c->in[0]]->list.n_elems - 1, &pos);
     if (st)
         return st;
     const struct rt_value *seq = s->values[c->in[0]];
-    int *elems = malloc(sizeof(int) * (size_t)(seq->n_elems + 1));
+    int *elems = malloc(sizeof(int) * (size_t)(seq->list.n_elems + 1));
     if (!elems)
         return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
-    memcpy(elems, seq->elems, sizeof(int) * (size_t)pos);
-    memcpy(elems + pos, seq->elems + pos + 1, sizeof(int) * (size_t)(seq->n_elems - pos - 1));
-    st = container_set(s, c->out[0], RT_SEQUENCE, seq->n_elems - 1, elems);
+    memcpy(elems, seq->list.elems, sizeof(int) * (size_t)pos);
+    memcpy(elems + pos, seq->list.elems + pos + 1, sizeof(int) * (size_t)(seq->list.n_elems - pos - 1));
+    st = container_set(s, c->out[0], RT_SEQUENCE, seq->list.n_elems - 1, elems);
     free(elems);
     return st;
 }
@@ -956,8 +965,8 @@ static enum dtrx_status exec_sequence_at(struct dtrx_session *s, struct rt_call 
     enum dtrx_status st = need_sequence(s, c, c->in[0]);
     int pos = 0;
     if (!st)
-        st = read_position(s, c, c->in[1], s->values[c->in[0]]->n_elems, 0, 0, &pos);
-    return st ? st : assign(s, c, s->values[c->in[0]]->elems[pos], c->out[0]);
+        st = read_position(s, c, c->in[1], s->values[c->in[0]]->list.n_elems, 0, 0, &pos);
+    return st ? st : assign(s, c, s->values[c->in[0]]->list.elems[pos], c->out[0]);
 }
 
 static enum dtrx_status exec_sequence_length(struct dtrx_session *s, struct rt_call *c)
@@ -965,7 +974,7 @@ static enum dtrx_status exec_sequence_length(struct dtrx_session *s, struct rt_c
     enum dtrx_status st = need_sequence(s, c, c->in[0]);
     if (st)
         return st;
-    int64_t n = s->values[c->in[0]]->n_elems;
+    int64_t n = s->values[c->in[0]]->list.n_elems;
     int id = const_i64(s, 0, 1, &n, c->name);
     if (id < 0)
         return DTRX_ERR_BUDGET;
@@ -977,7 +986,7 @@ static enum dtrx_status exec_sequence_length(struct dtrx_session *s, struct rt_c
 static enum dtrx_status exec_split_to_sequence(struct dtrx_session *s, struct rt_call *c)
 {
     int x = c->in[0];
-    if (x < 0 || s->values[x]->container)
+    if (x < 0 || s->values[x]->list.container)
         return rt_fail(DTRX_ERR_INPUT, "node '%s' (SplitToSequence): input must be a tensor", c->name);
     const struct tensor *xt = &s->values[x]->t;
     int64_t axis = onnx_node_attr_int(c->node, "axis", 0);
@@ -1002,10 +1011,10 @@ static enum dtrx_status exec_split_to_sequence(struct dtrx_session *s, struct rt
         int64_t *host = malloc(sizeof(int64_t) * (size_t)(n + 1));
         struct tensor h = *sp;
         h.data = host;
-        if (!host || s->values[split]->container || (sp->dtype != ONNX_DTYPE_INT64 && sp->dtype != ONNX_DTYPE_INT32))
+        if (!host || s->values[split]->list.container || (sp->dtype != ONNX_DTYPE_INT64 && sp->dtype != ONNX_DTYPE_INT32))
             st = rt_fail(DTRX_ERR_INPUT, "node '%s' (SplitToSequence): split must be an int32 or int64 tensor", c->name);
         if (!st)
-            st = rt_budget_read(s, s->values[split], host);
+            st = s->memory->read(s, s->values[split], host);
         if (!st && sp->rank == 0) {
             int64_t chunk = tensor_get_int(&h, 0);
             if (chunk <= 0)
@@ -1068,11 +1077,11 @@ static enum dtrx_status exec_concat_from_sequence(struct dtrx_session *s, struct
     if (st)
         return st;
     const struct rt_value *seq = s->values[c->in[0]];
-    if (!seq->n_elems)
+    if (!seq->list.n_elems)
         return rt_fail(DTRX_ERR_INPUT, "node '%s' (ConcatFromSequence): the sequence is empty", c->name);
     int64_t axis = onnx_node_attr_int(c->node, "axis", 0);
     int new_axis = (int)onnx_node_attr_int(c->node, "new_axis", 0);
-    return join(s, c, c->out[0], seq->elems, seq->n_elems, axis, new_axis);
+    return join(s, c, c->out[0], seq->list.elems, seq->list.n_elems, axis, new_axis);
 }
 
 /* SequenceMap: the body once per element of the first sequence, reading
@@ -1085,17 +1094,17 @@ static enum dtrx_status exec_sequence_map(struct dtrx_session *s, struct rt_call
     enum dtrx_status st = need_sequence(s, c, c->in[0]);
     if (st)
         return st;
-    int count = s->values[c->in[0]]->n_elems;
+    int count = s->values[c->in[0]]->list.n_elems;
     for (int j = 1; j < n->n_inputs; j++) {
         const struct rt_value *v = c->in[j] >= 0 ? s->values[c->in[j]] : NULL;
         if (!v)
             return rt_fail(DTRX_ERR_INPUT, "node '%s' (SequenceMap): input %d is empty", c->name, j);
-        if (v->container == RT_OPTIONAL)
+        if (v->list.container == RT_OPTIONAL)
             return rt_fail(DTRX_ERR_INPUT, "node '%s' (SequenceMap): input %d is an optional; expected a tensor or "
                            "a sequence", c->name, j);
-        if (v->container == RT_SEQUENCE && v->n_elems != count)
+        if (v->list.container == RT_SEQUENCE && v->list.n_elems != count)
             return rt_fail(DTRX_ERR_INPUT, "node '%s' (SequenceMap): input %d is a sequence of %d, input 0 one of %d",
-                           c->name, j, v->n_elems, count);
+                           c->name, j, v->list.n_elems, count);
     }
     int n_out = n->n_outputs;
     int *inputs = calloc((size_t)n->n_inputs + 1, sizeof(int));
@@ -1106,7 +1115,7 @@ static enum dtrx_status exec_sequence_map(struct dtrx_session *s, struct rt_call
     for (; !st && done < count; done++) {
         for (int j = 0; j < n->n_inputs; j++) {
             const struct rt_value *v = s->values[c->in[j]];
-            inputs[j] = v->container == RT_SEQUENCE ? v->elems[done] : c->in[j];
+            inputs[j] = v->list.container == RT_SEQUENCE ? v->list.elems[done] : c->in[j];
         }
         char label[512];
         snprintf(label, sizeof label, "%s/%d", c->name, done);
@@ -1115,9 +1124,9 @@ static enum dtrx_status exec_sequence_map(struct dtrx_session *s, struct rt_call
             break;
         for (int k = 0; k < n_out; k++) {
             made[(size_t)k * (size_t)count + (size_t)done] = in.out[k];   /* the instance's hold passes to us */
-            if (!st && s->values[in.out[k]]->container)
+            if (!st && s->values[in.out[k]]->list.container)
                 st = rt_fail(DTRX_ERR_INPUT, "node '%s' (SequenceMap): body output %d is a %s; expected a tensor",
-                             c->name, k, container_name(s->values[in.out[k]]->container));
+                             c->name, k, container_name(s->values[in.out[k]]->list.container));
         }
         instance_free(&in);
         if (st) {
@@ -1145,7 +1154,7 @@ static enum dtrx_status exec_optional(struct dtrx_session *s, struct rt_call *c)
 static enum dtrx_status exec_optional_has_element(struct dtrx_session *s, struct rt_call *c)
 {
     int x = c->n_in > 0 ? c->in[0] : -1;
-    int has = x >= 0 && (s->values[x]->container != RT_OPTIONAL || s->values[x]->n_elems > 0);
+    int has = x >= 0 && (s->values[x]->list.container != RT_OPTIONAL || s->values[x]->list.n_elems > 0);
     int id = const_bool(s, has, c->name);
     if (id < 0)
         return DTRX_ERR_BUDGET;
@@ -1157,11 +1166,11 @@ static enum dtrx_status exec_optional_has_element(struct dtrx_session *s, struct
 static enum dtrx_status exec_optional_get_element(struct dtrx_session *s, struct rt_call *c)
 {
     const struct rt_value *v = s->values[c->in[0]];
-    if (v->container != RT_OPTIONAL)
+    if (v->list.container != RT_OPTIONAL)
         return assign(s, c, c->in[0], c->out[0]);
-    if (!v->n_elems)
+    if (!v->list.n_elems)
         return rt_fail(DTRX_ERR_INPUT, "node '%s' (OptionalGetElement): the optional is empty", c->name);
-    return assign(s, c, v->elems[0], c->out[0]);
+    return assign(s, c, v->list.elems[0], c->out[0]);
 }
 
 /* ---- FlexAttention -------------------------------------------------------- */
@@ -1231,7 +1240,7 @@ static enum dtrx_status flex_mod(struct dtrx_session *s, const struct rt_call *c
     if (st)
         return st;
     const struct tensor *a = &s->values[*id]->t, *b = &s->values[in.out[0]]->t;
-    if (s->values[in.out[0]]->container || b->dtype != a->dtype || !tensor_same_shape(a, b)) {
+    if (s->values[in.out[0]]->list.container || b->dtype != a->dtype || !tensor_same_shape(a, b)) {
         char da[128], db[128];
         st = rt_fail(DTRX_ERR_INPUT, "node '%s' (%s): subgraph %s turns %s into %s; it must keep the dtype and "
                      "shape", c->name, c->def->name, attr, tensor_describe(a, da, sizeof da),
@@ -1257,7 +1266,7 @@ static enum dtrx_status exec_flex_attention(struct dtrx_session *s, struct rt_ca
     tensor_describe(k, dk, sizeof dk);
     tensor_describe(v, dv, sizeof dv);
     for (int i = 0; i < 3; i++)
-        if (s->values[c->in[i]]->container)
+        if (s->values[c->in[i]]->list.container)
             return rt_fail(DTRX_ERR_INPUT, "node '%s' (FlexAttention): input %d is not a tensor", c->name, i);
     if (q->rank != 4 || k->rank != 4 || v->rank != 4)
         return rt_fail(DTRX_ERR_INPUT, "node '%s' (FlexAttention): Q %s, K %s and V %s must be rank 4", c->name,

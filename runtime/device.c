@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime-impl.h"
+#include "runtime/device.h"
 #ifdef DTRX_HAVE_CUDA
 #include "ops/cuda/cuda.h"
 #endif
@@ -355,7 +355,7 @@ int rt_device_before_run(struct dtrx_session *s)
     for (int i = 0; d && i < d->n_mirrors; i++) {
         struct rt_mirror *m = &d->mirrors[i];
         struct rt_value *v = m->value;
-        if (!m->host || !v->storage || tensor_size_bytes(&v->t) != m->bytes || !memcmp(m->host, m->shadow, m->bytes))
+        if (!m->host || !v->mem.storage || tensor_size_bytes(&v->t) != m->bytes || !memcmp(m->host, m->shadow, m->bytes))
             continue;
         /* Only the bytes the embedder changed, as a write to the tensor
          * itself would: the rest may have been trained since. */

@@ -6,7 +6,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime-impl.h"
+#include "runtime/arena.h"
+#include "runtime/budget.h"
+#include "runtime/call.h"
+#include "runtime/emit.h"
+#include "runtime/exec.h"
+#include "runtime/memory.h"
+#include "runtime/params.h"
+#include "runtime/run.h"
+#include "runtime/session.h"
+#include "runtime/status.h"
+#include "runtime/trace.h"
+#include "runtime/values.h"
 
 #define EMIT_OPSET 25
 #define EMIT_DOMAIN "dtrexec"
@@ -117,7 +128,7 @@ static int named_value(struct dtrx_session *s, const char *base, int k)
         return -1;
     }
     s->values[id]->owned_name = owned;
-    s->values[id]->grad = -1;
+    s->values[id]->train.grad = -1;
     return id;
 }
 
@@ -129,15 +140,8 @@ int rt_constant(struct dtrx_session *s, const struct tensor *t, const char *tag)
     struct rt_value *v = s->values[id];
     v->t = *t;
     v->t.data = NULL;
-    if (rt_budget_active(s)) {
-        if (rt_budget_constant(s, v, t->data))
-            return -1;
-    } else {
-        if (rt_value_alloc(s, v))
-            return -1;
-        if (rt_to_device(s, v->t.data, t->data, tensor_size_bytes(t)))
-            return -1;
-    }
+    if (s->memory->constant(s, v, t->data))
+        return -1;
     rt_trace_constant(s, v);
     return id;
 }
@@ -226,9 +230,9 @@ enum dtrx_status rt_emit(struct dtrx_session *s, const char *op, const struct on
      * when any input does. */
     int requires_grad = 0;
     for (int i = 0; i < n_in; i++)
-        requires_grad |= in[i] >= 0 && s->values[in[i]]->requires_grad;
+        requires_grad |= in[i] >= 0 && s->values[in[i]]->train.requires_grad;
     for (int i = 0; i < n_out; i++)
-        s->values[c->out[i]]->requires_grad = requires_grad && rt_dtype_is_float(s->values[c->out[i]]->t.dtype);
+        s->values[c->out[i]]->train.requires_grad = requires_grad && rt_dtype_is_float(s->values[c->out[i]]->t.dtype);
     return DTRX_OK;
 }
 
@@ -240,7 +244,7 @@ enum dtrx_status rt_emit(struct dtrx_session *s, const char *op, const struct on
  * other persistent blocks, where a hole has opened. */
 static void move_high(struct dtrx_session *s, struct rt_value *v)
 {
-    struct rt_storage *st = v->storage;
+    struct rt_storage *st = v->mem.storage;
     if (!s->arena.budget_bytes || !st || st->refs != 1 || !st->data)
         return;
     void *p = arena_alloc_high(&s->arena, st->size_bytes, NULL);
@@ -285,8 +289,8 @@ void rt_emitted_free(struct dtrx_session *s)
     if (s->n_values > keep)
         s->n_values = keep;
     for (int i = 0; i < s->n_values; i++)
-        if (s->values[i]->made_in_step && !rt_budget_active(s)) {
+        if (s->values[i]->mem.made_in_step && !rt_budget_active(s)) {
             move_high(s, s->values[i]);
-            s->values[i]->made_in_step = 0;
+            s->values[i]->mem.made_in_step = 0;
         }
 }

@@ -45,7 +45,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime-impl.h"
+#include "runtime/arena.h"
+#include "runtime/memory.h"
+#include "runtime/session.h"
+#include "runtime/status.h"
+#include "runtime/stepnames.h"
+#include "runtime/train.h"
 
 /* Runs of the step whose fastest kernel time per call is cost_cpu. */
 #define EXPORT_TIMING_PASSES 3
@@ -80,11 +85,13 @@ struct rt_recorder {
 
 /* The arena's high-water mark restarts at the bytes in use, so that after
  * the call it tells the most the call held: its outputs and workspace. */
-void rt_record_begin(struct dtrx_session *s)
+static enum dtrx_status record_begin(struct dtrx_session *s, const struct rt_call *c)
 {
+    (void)c;
     struct rt_recorder *r = s->recorder;
     r->peak_before = s->arena.peak_bytes;
     s->arena.peak_bytes = s->arena.in_use_bytes;
+    return DTRX_OK;
 }
 
 /* The workspace of the call that just ran: what the arena held at most
@@ -106,94 +113,6 @@ static int node_makes(const struct rt_node *n, int id)
         if (n->outs[k] == id)
             return 1;
     return 0;
-}
-
-/* 1 when name is base or base/<number>. */
-static int is_numbered(const char *name, const char *base)
-{
-    size_t len = strlen(base);
-    if (strncmp(name, base, len))
-        return 0;
-    if (!name[len])
-        return 1;
-    if (name[len] != '/' || !name[len + 1])
-        return 0;
-    for (const char *p = name + len + 1; *p; p++)
-        if (*p < '0' || *p > '9')
-            return 0;
-    return 1;
-}
-
-/* The exported name of call c, the next call of the step: appended to the
- * step's list so that later gradient calls can find their forward call's
- * name. Kept only while exporting or following a schedule. */
-const char *rt_step_name(struct dtrx_session *s, const struct rt_call *c)
-{
-    struct rt_step_names *sn = &s->step_names;
-    if (sn->n == sn->cap) {
-        int cap = sn->cap ? 2 * sn->cap : 256;
-        char **a = realloc(sn->call_names, sizeof *a * (size_t)cap);
-        if (a)
-            sn->call_names = a;
-        char **b = a ? realloc(sn->names, sizeof *b * (size_t)cap) : NULL;
-        if (b)
-            sn->names = b;
-        const struct rt_call **k = b ? realloc(sn->calls, sizeof *k * (size_t)cap) : NULL;
-        if (!k)
-            return NULL;
-        sn->calls = k;
-        sn->cap = cap;
-    }
-    char buf[1024];
-    if (c->node) {
-        snprintf(buf, sizeof buf, "%s", c->name);
-    } else {
-        const char *origin = c->origin ? c->origin : "runtime";
-        int is_loss = !strcmp(origin, "loss");
-        /* A gradient of a recorded call takes that call's exported name. */
-        for (int i = sn->n - 1; i >= 0 && !is_loss; i--)
-            if (!strcmp(sn->call_names[i], origin)) {
-                origin = sn->names[i];
-                break;
-            }
-        char base[1024];
-        snprintf(base, sizeof base, "%s%s", is_loss ? "loss" : origin, is_loss ? "" : "/grad");
-        int k = 0;
-        for (int i = 0; i < sn->n; i++)
-            k += is_numbered(sn->names[i], base);
-        if (k)
-            snprintf(buf, sizeof buf, "%s/%d", base, k);
-        else
-            snprintf(buf, sizeof buf, "%s", base);
-    }
-    char *cn = strdup(c->name), *nn = strdup(buf);
-    if (!cn || !nn) {
-        free(cn);
-        free(nn);
-        return NULL;
-    }
-    sn->call_names[sn->n] = cn;
-    sn->calls[sn->n] = c;
-    sn->names[sn->n++] = nn;
-    return nn;
-}
-
-void rt_step_names_reset(struct dtrx_session *s)
-{
-    struct rt_step_names *sn = &s->step_names;
-    for (int i = 0; i < sn->n; i++) {
-        free(sn->call_names[i]);
-        free(sn->names[i]);
-    }
-    sn->n = 0;
-}
-
-void rt_step_names_free(struct dtrx_session *s)
-{
-    rt_step_names_reset(s);
-    free(s->step_names.call_names);
-    free(s->step_names.names);
-    free(s->step_names.calls);
 }
 
 static void node_link(struct rt_node *n, int src)
@@ -244,7 +163,7 @@ static void record_group(struct dtrx_session *s, struct rt_recorder *r, const st
         return;
     for (int k = 0; k < r->n_held; k++) {
         int id = r->held[k];
-        if (!s->values[id]->storage)
+        if (!s->values[id]->mem.storage)
             continue;
         if (r->producer[id] >= 0 && r->producer[id] != r->n)
             node_link(n, r->producer[id]);
@@ -260,7 +179,7 @@ static void record_group(struct dtrx_session *s, struct rt_recorder *r, const st
             group_hold(r, c->out[i]);
 }
 
-void rt_record_call(struct dtrx_session *s, const struct rt_call *c, const char *name, double seconds)
+static void record_call(struct dtrx_session *s, const struct rt_call *c, const char *name, double seconds)
 {
     struct rt_recorder *r = s->recorder;
     size_t workspace = record_workspace(s);
@@ -348,11 +267,11 @@ void rt_record_call(struct dtrx_session *s, const struct rt_call *c, const char 
     if (grad && !c->node) {
         char base[1024];
         snprintf(base, sizeof base, "%.*s", (int)(grad - name), name);
-        int is_loss_grad = is_numbered(base, "loss");
+        int is_loss_grad = rt_name_is_numbered(base, "loss");
         char group[1024];
         snprintf(group, sizeof group, "%s/grad", base);
         for (int i = r->n - 1; i >= 0; i--) {
-            int same_group = is_numbered(r->nodes[i].name, group);
+            int same_group = rt_name_is_numbered(r->nodes[i].name, group);
             if (!same_group && !(is_loss_grad && !strcmp(r->nodes[i].name, base)))
                 continue;
             if (!same_group && !node_makes(&r->nodes[i], s->train.loss))
@@ -444,6 +363,21 @@ static enum dtrx_status write_graph(const struct rt_recorder *r, const char *mod
     return DTRX_OK;
 }
 
+static void record_after(struct dtrx_session *s, const struct rt_call *c)
+{
+    record_call(s, c, rt_step_name(s, c), c->measured_seconds);
+}
+
+/* The recorder's call hook: the arena's high-water mark restarted before
+ * each call, the call recorded after it. */
+static const struct rt_call_hook record_hook = { .before = record_begin, .after = record_after };
+
+static void recorder_attach(struct dtrx_session *s, struct rt_recorder *r)
+{
+    s->recorder = r;
+    s->hooks[RT_HOOK_RECORD] = r ? &record_hook : NULL;
+}
+
 static void recorder_free(struct rt_recorder *r)
 {
     for (int i = 0; i < r->n; i++) {
@@ -464,17 +398,17 @@ enum dtrx_status dtrx_session_export_graph(struct dtrx_session *s, const char *p
         return rt_fail(DTRX_ERR_INPUT, "export needs a training session (dtrx_session_train_begin)");
     struct rt_recorder r = { 0 };
     rt_step_names_reset(s);
-    s->recorder = &r;
+    recorder_attach(s, &r);
     int n_before = s->n_values;
     size_t pinned_before = s->stats.pinned_bytes;
     double loss;
     enum dtrx_status st = dtrx_session_backward(s, &loss);
-    s->recorder = NULL;
+    recorder_attach(s, NULL);
     /* Values made persistent during the step (the targets the first loss
      * draws, resident in every later step) count with the weights. */
     size_t persistent = pinned_before;
     for (int i = n_before; !st && i < s->n_values; i++)
-        if (s->values[i]->kind == RT_VALUE_INITIALIZER && s->values[i]->storage)
+        if (s->values[i]->kind == RT_VALUE_INITIALIZER && s->values[i]->mem.storage)
             persistent += arena_rounded(tensor_size_bytes(&s->values[i]->t));
     if (!st && !r.n)
         st = rt_fail(DTRX_ERR_INPUT, "the training step ran no operator");
@@ -488,13 +422,13 @@ enum dtrx_status dtrx_session_export_graph(struct dtrx_session *s, const char *p
     if (!st && !pinned)
         st = rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     for (int p = 0; pinned && p < s->train.n_params; p++) {
-        int gid = s->values[s->train.params[p]]->grad;
+        int gid = s->values[s->train.params[p]]->train.grad;
         if (gid >= 0 && gid < s->n_values)
             pinned[gid] |= PINNED;
     }
     for (int id = 0; pinned && id < s->n_values; id++) {
         const struct rt_value *v = s->values[id];
-        if (!((pinned[id] & PINNED) || v->is_output || id == s->train.loss) || !rt_value_live(s, v))
+        if (!((pinned[id] & PINNED) || v->use.is_output || id == s->train.loss) || !s->memory->live(s, v))
             continue;
         int src = id < r.producer_cap ? r.view_of[id] : -1;
         pinned[src >= 0 ? src : id] |= KEPT;
@@ -513,9 +447,9 @@ enum dtrx_status dtrx_session_export_graph(struct dtrx_session *s, const char *p
     for (int pass = 1; !st && pass < EXPORT_TIMING_PASSES; pass++) {
         struct rt_recorder again = { 0 };
         rt_step_names_reset(s);
-        s->recorder = &again;
+        recorder_attach(s, &again);
         st = dtrx_session_backward(s, &loss);
-        s->recorder = NULL;
+        recorder_attach(s, NULL);
         for (int i = 0; !st && i < r.n && i < again.n; i++)
             if (!strcmp(r.nodes[i].name, again.nodes[i].name) && again.nodes[i].seconds < r.nodes[i].seconds)
                 r.nodes[i].seconds = again.nodes[i].seconds;

@@ -1,6 +1,7 @@
 /* runtime/finite.c — finding where a training step's values stopped being
  * finite. After a non-finite loss (train.c, diverged) the step runs again
- * with s->check_finite set, and rt_call_exec hands every call here: the
+ * with its call hook installed (rt_finite_watch), and rt_call_exec hands
+ * every call here: the
  * first call with a NaN or infinite output is described, with any input
  * that was already non-finite (a weight, an input, targets). Values are
  * read through the budget's DTR bridge or the device's host view, so it
@@ -10,7 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime-impl.h"
+#include "runtime/budget.h"
+#include "runtime/device.h"
+#include "runtime/finite.h"
+#include "runtime/memory.h"
+#include "runtime/params.h"
+#include "runtime/session.h"
 
 /* Index of the first NaN or infinity in `n` elements of type `dtype`, -1. */
 static int64_t first_nonfinite(int dtype, const void *data, int64_t n, double *value)
@@ -42,7 +48,7 @@ double rt_unsigned_nan(double v) { return isnan(v) ? NAN : v; }
  * float tensor that can be read). */
 static int64_t value_nonfinite(struct dtrx_session *s, struct rt_value *v, double *value)
 {
-    if (v->container || !rt_dtype_is_float(v->t.dtype) || !rt_value_live(s, v))
+    if (v->list.container || !rt_dtype_is_float(v->t.dtype) || !s->memory->live(s, v))
         return -1;
     size_t bytes = tensor_size_bytes(&v->t);
     if (!bytes)
@@ -50,7 +56,7 @@ static int64_t value_nonfinite(struct dtrx_session *s, struct rt_value *v, doubl
     int64_t at = -1;
     if (rt_budget_active(s)) {
         void *host = malloc(bytes);
-        if (host && !rt_budget_read(s, v, host))
+        if (host && !s->memory->read(s, v, host))
             at = first_nonfinite(v->t.dtype, host, tensor_numel(&v->t), value);
         free(host);
     } else if (v->t.data) {
@@ -61,7 +67,7 @@ static int64_t value_nonfinite(struct dtrx_session *s, struct rt_value *v, doubl
     return at;
 }
 
-void rt_check_finite(struct dtrx_session *s, const struct rt_call *c)
+static void check_finite(struct dtrx_session *s, const struct rt_call *c)
 {
     if (s->nonfinite[0])
         return;
@@ -93,4 +99,11 @@ void rt_check_finite(struct dtrx_session *s, const struct rt_call *c)
             snprintf(s->nonfinite + len, sizeof s->nonfinite - len, ", from finite inputs");
         return;
     }
+}
+
+static const struct rt_call_hook finite_hook = { .after = check_finite };
+
+void rt_finite_watch(struct dtrx_session *s, int on)
+{
+    s->hooks[RT_HOOK_FINITE] = on ? &finite_hook : NULL;
 }

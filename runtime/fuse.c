@@ -31,7 +31,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime-impl.h"
+#include "runtime/device.h"
+#include "runtime/emit.h"
+#include "runtime/fuse.h"
+#include "runtime/session.h"
+#include "runtime/status.h"
+#include "runtime/values.h"
 
 /* Channel multiple of the blocked layouts: AVX-512's 16 (AVX2's 8 divides it). */
 #define FUSE_BLOCK 16
@@ -65,7 +70,7 @@ static int float_initializer(const struct dtrx_session *s, int id, int64_t numel
     if (id < 0)
         return 0;
     const struct rt_value *v = s->values[id];
-    return v->kind == RT_VALUE_INITIALIZER && v->storage && v->t.dtype == ONNX_DTYPE_FLOAT
+    return v->kind == RT_VALUE_INITIALIZER && v->mem.storage && v->t.dtype == ONNX_DTYPE_FLOAT
            && (numel < 0 || tensor_numel(&v->t) == numel);
 }
 
@@ -74,7 +79,7 @@ static int float_initializer(const struct dtrx_session *s, int id, int64_t numel
 static int sole_consumer(const struct dtrx_session *s, int v, int from, const uint8_t *claimed)
 {
     const struct rt_value *val = s->values[v];
-    if (val->is_output || val->consumers != 1 || val->container != RT_TENSOR)
+    if (val->use.is_output || val->use.consumers != 1 || val->list.container != RT_TENSOR)
         return -1;
     for (int k = from + 1; k < s->n_calls; k++)
         for (int i = 0; i < s->calls[k].n_in; i++)
@@ -117,7 +122,7 @@ static int chain_find(const struct dtrx_session *s, int k, const uint8_t *claime
         return 0;
     const struct rt_value *x = s->values[c->in[0]], *y = s->values[c->out[0]];
     if (!float_initializer(s, c->in[1], -1) || (c->n_in > 2 && c->in[2] >= 0 && !float_initializer(s, c->in[2], -1))
-        || x->t.dtype != ONNX_DTYPE_FLOAT || y->t.rank < 3 || y->t.rank > 5 || y->container != RT_TENSOR)
+        || x->t.dtype != ONNX_DTYPE_FLOAT || y->t.rank < 3 || y->t.rank > 5 || y->list.container != RT_TENSOR)
         return 0;
     const struct tensor *w = &s->values[c->in[1]]->t;
     *ch = (struct fuse_chain){ .conv = k, .bn = -1, .add = -1, .act = -1, .last = k, .res = -1,
@@ -146,7 +151,7 @@ static int chain_find(const struct dtrx_session *s, int k, const uint8_t *claime
         && n->out[0] >= 0) {
         int r = n->in[0] == ch->out ? n->in[1] : n->in[0];
         const struct rt_value *rv = s->values[r];
-        if (rv->container == RT_TENSOR && same_dims(&rv->t, &s->values[ch->out]->t)) {
+        if (rv->list.container == RT_TENSOR && same_dims(&rv->t, &s->values[ch->out]->t)) {
             ch->add = j;
             ch->res = r;
             ch->out = n->out[0];
@@ -180,7 +185,7 @@ static void choose_layouts(const struct dtrx_session *s, struct fuse_chain *chai
     for (int a = 0; a < n; a++) {
         int v = chains[a].out;
         const struct rt_value *val = s->values[v];
-        if (val->is_output || chains[a].m % FUSE_BLOCK || val->consumers < 1)
+        if (val->use.is_output || chains[a].m % FUSE_BLOCK || val->use.consumers < 1)
             continue;
         int uses = 0, ok = 1;
         for (int b = 0; b < n && ok; b++) {
@@ -192,7 +197,7 @@ static void choose_layouts(const struct dtrx_session *s, struct fuse_chain *chai
             if (chains[b].res == v)
                 uses++;
         }
-        if (!ok || uses != val->consumers)
+        if (!ok || uses != val->use.consumers)
             continue;
         chains[a].y_blocked = 1;
         for (int b = 0; b < n; b++) {
@@ -341,7 +346,7 @@ static void count_inputs(struct dtrx_session *s, const struct rt_call *c, int de
 {
     for (int i = 0; i < c->n_in; i++)
         if (c->in[i] >= 0)
-            s->values[c->in[i]]->consumers += delta;
+            s->values[c->in[i]]->use.consumers += delta;
 }
 
 /* ---- the pass ---------------------------------------------------------------- */

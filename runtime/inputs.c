@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime-impl.h"
+#include "runtime/session.h"
+#include "runtime/status.h"
 
 static uint64_t splitmix64(uint64_t *state)
 {

@@ -64,7 +64,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime-impl.h"
+#include "runtime/names.h"
+#include "runtime/params.h"
+#include "runtime/session.h"
+#include "runtime/status.h"
+
+void dtrx_train_options_init(struct dtrx_train_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->optimizer = DTRX_OPTIMIZER_SGD;
+    o->loss = DTRX_LOSS_AUTO;
+    o->lr = 0.01f;
+    o->momentum = 0.9f;
+    o->beta1 = 0.9f;
+    o->beta2 = 0.999f;
+    o->eps = 1e-8f;
+}
 
 int rt_dtype_is_float(int dtype)
 {

@@ -4,8 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/device.h"
 #include "runtime/names.h"
-#include "runtime/runtime-impl.h"
+#include "runtime/plan.h"
+#include "runtime/session.h"
+#include "runtime/status.h"
+#include "runtime/values.h"
 
 static void value_desc_from_info(struct dtrx_value_desc *d, const struct onnx_value_info *vi)
 {
@@ -184,9 +188,9 @@ enum dtrx_status rt_call_build(struct dtrx_session *s, struct rt_scope *scope, c
                            n->name, name);
         c->in[i] = id;
         if (dynamic)
-            s->values[id]->remaining++;
+            s->values[id]->use.remaining++;
         else
-            s->values[id]->consumers++;
+            s->values[id]->use.consumers++;
     }
     for (int i = 0; i < n->n_outputs; i++) {
         if (!n->outputs[i][0]) {
@@ -198,7 +202,7 @@ enum dtrx_status rt_call_build(struct dtrx_session *s, struct rt_scope *scope, c
                            n->outputs[i]);
         c->out[i] = new_value(s, &scope->names, n->outputs[i], RT_VALUE_INTERMEDIATE);
         if (c->out[i] >= 0)
-            s->values[c->out[i]]->grad = -1;
+            s->values[c->out[i]]->train.grad = -1;
         if (c->out[i] < 0)
             return rt_fail(DTRX_ERR_BUDGET, "out of host memory building node '%s'", n->name);
     }
@@ -262,7 +266,7 @@ enum dtrx_status rt_plan_build(struct dtrx_session *s)
             st = rt_fail(DTRX_ERR_INPUT, "graph output '%s' is produced by no node", vi->name);
             break;
         }
-        s->values[id]->is_output = 1;
+        s->values[id]->use.is_output = 1;
         s->output_values[i] = id;
         value_desc_from_info(&s->output_desc[i], vi);
         s->n_outputs = i + 1;

@@ -20,7 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime-impl.h"
+#include "runtime/budget.h"
+#include "runtime/planned.h"
+#include "runtime/session.h"
+#include "runtime/status.h"
+#include "runtime/stepnames.h"
 
 struct rt_plan {
     int n;
@@ -32,6 +36,12 @@ struct rt_plan {
     enum dtr_dealloc dealloc;      /* the session's policy, restored when the schedule goes */
     int n_pending, cap_pending;
 };
+
+static enum dtrx_status plan_before_call(struct dtrx_session *s, const struct rt_call *c);
+/* The schedule's call hook: before each call, the schedule's frees and
+ * recomputations up to that call's step, and the check that it is the
+ * step the schedule runs next. */
+static const struct rt_call_hook plan_hook = { .before = plan_before_call };
 
 void rt_plan_free(struct dtrx_session *s)
 {
@@ -46,6 +56,7 @@ void rt_plan_free(struct dtrx_session *s)
     s->budget.config.dealloc = p->dealloc;
     free(p);
     s->plan = NULL;
+    s->hooks[RT_HOOK_PLAN] = NULL;
 }
 
 enum dtrx_status dtrx_session_set_plan(struct dtrx_session *s, const struct dtrx_plan_step *steps, int n)
@@ -62,6 +73,7 @@ enum dtrx_status dtrx_session_set_plan(struct dtrx_session *s, const struct dtrx
         return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     }
     s->plan = p;
+    s->hooks[RT_HOOK_PLAN] = &plan_hook;
     /* A value the program drops stays until the schedule frees it: the
      * schedule counts it resident until then, and may recompute from it. */
     p->dealloc = s->budget.config.dealloc;
@@ -96,13 +108,13 @@ static int storage_still_held(struct dtrx_session *s, dtr_storage st)
         const struct rt_call *c = sn->calls[i];
         for (int k = 0; k < c->n_out; k++) {
             const struct rt_value *v = c->out[k] >= 0 ? s->values[c->out[k]] : NULL;
-            if (!v || v->dt == DTR_NONE || dtr_tensor_storage(s->budget.dtr, v->dt) != st)
+            if (!v || v->mem.dt == DTR_NONE || dtr_tensor_storage(s->budget.dtr, v->mem.dt) != st)
                 continue;
             if (!(c->def->alias && k == 0)) {
                 owner = 1;
-                owner_freed = v->plan_freed;
+                owner_freed = v->marks.plan_freed;
             }
-            unfreed_held |= v->dtr_held && !v->plan_freed;
+            unfreed_held |= v->mem.dtr_held && !v->marks.plan_freed;
         }
     }
     return owner ? !owner_freed : unfreed_held;
@@ -114,9 +126,9 @@ static int storage_still_held(struct dtrx_session *s, dtr_storage st)
 static int evict_freed(struct dtrx_session *s, int id)
 {
     const struct rt_value *v = s->values[id];
-    if (v->dt == DTR_NONE || !dtr_tensor_is_resident(s->budget.dtr, v->dt))
+    if (v->mem.dt == DTR_NONE || !dtr_tensor_is_resident(s->budget.dtr, v->mem.dt))
         return 1;
-    dtr_storage st = dtr_tensor_storage(s->budget.dtr, v->dt);
+    dtr_storage st = dtr_tensor_storage(s->budget.dtr, v->mem.dt);
     if (!dtr_storage_is_evictable(s->budget.dtr, st) || storage_still_held(s, st) ||
         dtr_storage_evict(s->budget.dtr, st))
         return 0;
@@ -148,7 +160,7 @@ static void retry_pending(struct dtrx_session *s)
     int kept = 0;
     for (int i = 0; i < p->n_pending; i++) {
         int id = p->pending[i];
-        if (s->values[id]->plan_freed) {
+        if (s->values[id]->marks.plan_freed) {
             evict_freed(s, id);
             p->pending[kept++] = id;
         }
@@ -164,10 +176,10 @@ static void retry_pending(struct dtrx_session *s)
 static int runtime_keeps(const struct dtrx_session *s, int id)
 {
     const struct rt_value *v = s->values[id];
-    if (v->is_output || id == s->train.loss)
+    if (v->use.is_output || id == s->train.loss)
         return 1;
     for (int p = 0; p < s->train.n_params; p++)
-        if (s->values[s->train.params[p]]->grad == id)
+        if (s->values[s->train.params[p]]->train.grad == id)
             return 1;
     return 0;
 }
@@ -184,9 +196,9 @@ static void free_node(struct dtrx_session *s, const char *node)
         const struct rt_call *c = sn->calls[i];
         for (int k = 0; k < c->n_out; k++)
             if (c->out[k] >= 0 && !runtime_keeps(s, c->out[k]))
-                s->values[c->out[k]]->plan_freed = 1;
+                s->values[c->out[k]]->marks.plan_freed = 1;
         for (int k = 0; k < c->n_out; k++)
-            if (c->out[k] >= 0 && s->values[c->out[k]]->plan_freed) {
+            if (c->out[k] >= 0 && s->values[c->out[k]]->marks.plan_freed) {
                 evict_freed(s, c->out[k]);
                 add_pending(s->plan, c->out[k]);
             }
@@ -210,22 +222,22 @@ static enum dtrx_status recompute_node(struct dtrx_session *s, const char *node)
         const struct rt_call *c = sn->calls[i];
         for (int k = 0; k < c->n_out; k++)
             if (c->out[k] >= 0)
-                s->values[c->out[k]]->plan_freed = 0;
+                s->values[c->out[k]]->marks.plan_freed = 0;
         for (int k = 0; k < c->n_out; k++) {
             const struct rt_value *v = c->out[k] >= 0 ? s->values[c->out[k]] : NULL;
-            if (!v || v->dt == DTR_NONE || dtr_tensor_is_resident(s->budget.dtr, v->dt))
+            if (!v || v->mem.dt == DTR_NONE || dtr_tensor_is_resident(s->budget.dtr, v->mem.dt))
                 continue;
-            if (dtr_tensor_acquire(s->budget.dtr, v->dt))
+            if (dtr_tensor_acquire(s->budget.dtr, v->mem.dt))
                 return rt_fail(DTRX_ERR_BUDGET, "schedule step %d recomputes '%s' and cannot: %s", s->plan->cursor,
                                node, dtr_error(s->budget.dtr));
-            dtr_tensor_unacquire(s->budget.dtr, v->dt);
+            dtr_tensor_unacquire(s->budget.dtr, v->mem.dt);
         }
         return DTRX_OK;
     }
     return DTRX_OK;
 }
 
-enum dtrx_status rt_plan_before_call(struct dtrx_session *s, const struct rt_call *c)
+static enum dtrx_status plan_before_call(struct dtrx_session *s, const struct rt_call *c)
 {
     struct rt_plan *p = s->plan;
     if (!p || !rt_budget_active(s) || !c->n_out)
@@ -280,5 +292,5 @@ void rt_plan_step_begin(struct dtrx_session *s)
     s->plan->n_pending = 0;
     rt_step_names_reset(s);
     for (int i = 0; i < s->n_values; i++)
-        s->values[i]->plan_freed = 0;
+        s->values[i]->marks.plan_freed = 0;
 }

@@ -5,7 +5,22 @@
 #include <string.h>
 #include <cblas.h>
 
-#include "runtime/runtime-impl.h"
+#include "runtime/arena.h"
+#include "runtime/budget.h"
+#include "runtime/control.h"
+#include "runtime/device.h"
+#include "runtime/emit.h"
+#include "runtime/memory.h"
+#include "runtime/names.h"
+#include "runtime/params.h"
+#include "runtime/plan.h"
+#include "runtime/planned.h"
+#include "runtime/session.h"
+#include "runtime/status.h"
+#include "runtime/stepnames.h"
+#include "runtime/trace.h"
+#include "runtime/train.h"
+#include "runtime/values.h"
 
 size_t dtrx_dtype_size(int dtype) { return onnx_dtype_size(dtype); }
 
@@ -88,6 +103,8 @@ enum dtrx_status dtrx_session_create(const char *model_path, const struct dtrx_o
     struct dtrx_session *s = calloc(1, sizeof *s);
     if (!s)
         return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
+    s->run_runtime_op = rt_control_exec;
+    s->memory = &rt_memory_plain;
     if (opts)
         s->opts = *opts;
     else
@@ -340,12 +357,12 @@ enum dtrx_status dtrx_session_get_output(const struct dtrx_session *s, int index
     if (index < 0 || index >= s->n_outputs)
         return rt_fail(DTRX_ERR_INPUT, "output index %d out of range", index);
     const struct rt_value *v = s->values[s->output_values[index]];
-    if (!rt_value_live(s, v))
+    if (!s->memory->live(s, v))
         return rt_fail(DTRX_ERR_INPUT, "output '%s' has no value: run the session first", v->name);
     out->dtype = v->t.dtype;
     out->rank = v->t.rank;
     memcpy(out->dims, v->t.dims, sizeof out->dims);
-    out->data = (rt_budget_active(s) && !v->storage) || !rt_device_on_host(s) ? s->output_host[index] : v->t.data;
+    out->data = (rt_budget_active(s) && !v->mem.storage) || !rt_device_on_host(s) ? s->output_host[index] : v->t.data;
     if (s->output_half[index] && v->t.dtype == ONNX_DTYPE_FLOAT)
         return narrow_output(s, index, out);
     return DTRX_OK;
@@ -376,7 +393,7 @@ enum dtrx_status dtrx_session_tensor(struct dtrx_session *s, const char *name, s
         struct rt_value *v = s->values[i];
         if (v->kind == RT_VALUE_INTERMEDIATE || strcmp(v->name, name))
             continue;
-        if (!v->storage)
+        if (!v->mem.storage)
             return rt_fail(DTRX_ERR_INPUT, "'%s' has no value yet", name);
         out->dtype = v->t.dtype;
         out->rank = v->t.rank;

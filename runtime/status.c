@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime/runtime-impl.h"
+#include "runtime/status.h"
 
 static _Thread_local char last_error[2048];
 

@@ -9,24 +9,32 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime/runtime-impl.h"
+#include "runtime/arena.h"
+#include "runtime/session.h"
+#include "runtime/status.h"
+#include "runtime/trace.h"
 
 static void name_value(struct dtrx_session *s, struct rt_value *v)
 {
-    v->trace_id = ++s->trace_next_id;
+    v->marks.trace_id = ++s->trace_next_id;
 }
 
 static void memory_record(struct dtrx_session *s, const struct rt_value *v, size_t bytes)
 {
     fprintf(s->trace, "{\"INSTRUCTION\":\"MEMORY\",\"MEMORY\":\"%zu\",\"NAME\":\"x%llu\"}\n", bytes,
-            (unsigned long long)v->trace_id);
+            (unsigned long long)v->marks.trace_id);
 }
+
+static void trace_call(struct dtrx_session *s, const struct rt_call *c);
+/* The op log's call hook: every executed call, after it ran. */
+static const struct rt_call_hook trace_hook = { .after = trace_call };
 
 enum dtrx_status rt_trace_open(struct dtrx_session *s, const char *path)
 {
     s->trace = fopen(path, "w");
     if (!s->trace)
         return rt_fail(DTRX_ERR_INPUT, "cannot write the trace to '%s'", path);
+    s->hooks[RT_HOOK_TRACE] = &trace_hook;
     return DTRX_OK;
 }
 
@@ -35,6 +43,7 @@ void rt_trace_close(struct dtrx_session *s)
     if (s->trace)
         fclose(s->trace);
     s->trace = NULL;
+    s->hooks[RT_HOOK_TRACE] = NULL;
 }
 
 void rt_trace_annotate(struct dtrx_session *s, const char *what)
@@ -48,16 +57,16 @@ void rt_trace_constant(struct dtrx_session *s, struct rt_value *v)
     if (!s->trace)
         return;
     name_value(s, v);
-    fprintf(s->trace, "{\"INSTRUCTION\":\"CONSTANT\",\"NAME\":\"x%llu\"}\n", (unsigned long long)v->trace_id);
+    fprintf(s->trace, "{\"INSTRUCTION\":\"CONSTANT\",\"NAME\":\"x%llu\"}\n", (unsigned long long)v->marks.trace_id);
     memory_record(s, v, arena_rounded(tensor_size_bytes(&v->t)));
 }
 
 void rt_trace_release(struct dtrx_session *s, struct rt_value *v)
 {
-    if (!s->trace || !v->trace_id)
+    if (!s->trace || !v->marks.trace_id)
         return;
-    fprintf(s->trace, "{\"INSTRUCTION\":\"RELEASE\",\"NAME\":\"x%llu\"}\n", (unsigned long long)v->trace_id);
-    v->trace_id = 0;
+    fprintf(s->trace, "{\"INSTRUCTION\":\"RELEASE\",\"NAME\":\"x%llu\"}\n", (unsigned long long)v->marks.trace_id);
+    v->marks.trace_id = 0;
 }
 
 static void args_record(struct dtrx_session *s, const struct rt_call *c)
@@ -66,13 +75,13 @@ static void args_record(struct dtrx_session *s, const struct rt_call *c)
     int first = 1;
     for (int i = 0; i < c->n_in; i++)
         if (c->in[i] >= 0) {
-            fprintf(s->trace, first ? "\"x%llu\"" : ",\"x%llu\"", (unsigned long long)s->values[c->in[i]]->trace_id);
+            fprintf(s->trace, first ? "\"x%llu\"" : ",\"x%llu\"", (unsigned long long)s->values[c->in[i]]->marks.trace_id);
             first = 0;
         }
     fprintf(s->trace, "]");
 }
 
-void rt_trace_call(struct dtrx_session *s, const struct rt_call *c)
+static void trace_call(struct dtrx_session *s, const struct rt_call *c)
 {
     if (!s->trace)
         return;
@@ -84,10 +93,10 @@ void rt_trace_call(struct dtrx_session *s, const struct rt_call *c)
         /* An in-place update: a view of its first argument. */
         fprintf(s->trace, "\"x%llu\"],\"TIME\":\"%llu\"}\n", (unsigned long long)(s->trace_next_id + 1), cost);
         struct rt_value *param = s->values[c->in[0]];
-        param->trace_id = ++s->trace_next_id;
+        param->marks.trace_id = ++s->trace_next_id;
         memory_record(s, param, 0);
         fprintf(s->trace, "{\"ALIAS\":\"0\",\"INSTRUCTION\":\"ALIAS\",\"NAME\":\"x%llu\"}\n",
-                (unsigned long long)param->trace_id);
+                (unsigned long long)param->marks.trace_id);
         return;
     }
     int first = 1;
@@ -95,7 +104,7 @@ void rt_trace_call(struct dtrx_session *s, const struct rt_call *c)
         if (c->out[i] >= 0) {
             struct rt_value *v = s->values[c->out[i]];
             name_value(s, v);
-            fprintf(s->trace, first ? "\"x%llu\"" : ",\"x%llu\"", (unsigned long long)v->trace_id);
+            fprintf(s->trace, first ? "\"x%llu\"" : ",\"x%llu\"", (unsigned long long)v->marks.trace_id);
             first = 0;
         }
     fprintf(s->trace, "],\"TIME\":\"%llu\"}\n", cost);
@@ -106,6 +115,6 @@ void rt_trace_call(struct dtrx_session *s, const struct rt_call *c)
         int alias = c->def->alias && i == 0 ? 0 : -1;   /* views are of input 0, always present */
         memory_record(s, v, alias >= 0 ? 0 : arena_rounded(tensor_size_bytes(&v->t)));
         fprintf(s->trace, "{\"ALIAS\":\"%d\",\"INSTRUCTION\":\"ALIAS\",\"NAME\":\"x%llu\"}\n", alias,
-                (unsigned long long)v->trace_id);
+                (unsigned long long)v->marks.trace_id);
     }
 }

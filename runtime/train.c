@@ -7,21 +7,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime-impl.h"
-
-void rt_emitted_free(struct dtrx_session *s);
-
-void dtrx_train_options_init(struct dtrx_train_options *o)
-{
-    memset(o, 0, sizeof *o);
-    o->optimizer = DTRX_OPTIMIZER_SGD;
-    o->loss = DTRX_LOSS_AUTO;
-    o->lr = 0.01f;
-    o->momentum = 0.9f;
-    o->beta1 = 0.9f;
-    o->beta2 = 0.999f;
-    o->eps = 1e-8f;
-}
+#include "runtime/arena.h"
+#include "runtime/budget.h"
+#include "runtime/clock.h"
+#include "runtime/device.h"
+#include "runtime/emit.h"
+#include "runtime/finite.h"
+#include "runtime/fuse.h"
+#include "runtime/interp.h"
+#include "runtime/memory.h"
+#include "runtime/params.h"
+#include "runtime/planned.h"
+#include "runtime/session.h"
+#include "runtime/status.h"
+#include "runtime/trace.h"
+#include "runtime/train.h"
+#include "runtime/values.h"
 
 static int is_float(int dtype) { return dtype == ONNX_DTYPE_FLOAT || dtype == ONNX_DTYPE_DOUBLE; }
 
@@ -44,13 +45,13 @@ static enum dtrx_status choose_params(struct dtrx_session *s)
             continue;
         n_float++;
         struct rt_value *v = d[i].value >= 0 ? s->values[d[i].value] : NULL;
-        if (!d[i].train || !v || v->kind != RT_VALUE_INITIALIZER || v->consumers <= 0) {
+        if (!d[i].train || !v || v->kind != RT_VALUE_INITIALIZER || v->use.consumers <= 0) {
             if (len < sizeof frozen - 1)
                 len += (size_t)snprintf(frozen + len, sizeof frozen - len, "%s'%s': %s", len ? ", " : "",
                                         init->name, d[i].reason);
             continue;
         }
-        v->requires_grad = 1;
+        v->train.requires_grad = 1;
         t->params[t->n_params++] = d[i].value;
     }
     if (!t->n_params && !t->opts.grad_inputs) {
@@ -96,9 +97,9 @@ enum dtrx_status dtrx_session_train_begin(struct dtrx_session *s, const struct d
         return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     for (int i = 0; i < s->n_values; i++) {
         struct rt_value *v = s->values[i];
-        v->grad = -1;
+        v->train.grad = -1;
         if (v->kind == RT_VALUE_INPUT && t->opts.grad_inputs && is_float(v->t.dtype))
-            v->requires_grad = 1;
+            v->train.requires_grad = 1;
     }
     enum dtrx_status chosen = choose_params(s);
     if (chosen)
@@ -146,7 +147,7 @@ static enum dtrx_status set_persistent(struct dtrx_session *s, int *slot, const 
         if (tensor_size_bytes(&v->t) != tensor_size_bytes(t))
             return rt_fail(DTRX_ERR_INPUT, "%s: new targets must have the size of the old ones", name);
         v->t = *t;
-        v->t.data = v->storage->data;
+        v->t.data = v->mem.storage->data;
         return rt_to_device(s, v->t.data, t->data, tensor_size_bytes(t));
     }
     /* Made during a step (targets drawn for the first loss), the value sits
@@ -335,7 +336,7 @@ static enum dtrx_status emit_loss(struct dtrx_session *s, int *loss_out)
     int y = -1, scalar = -1, logits = -1;
     for (int i = 0; i < s->n_outputs; i++) {
         const struct rt_value *v = s->values[s->output_values[i]];
-        if (v->container || !is_float(v->t.dtype))
+        if (v->list.container || !is_float(v->t.dtype))
             continue;
         y = s->output_values[i];
         if (scalar < 0 && tensor_numel(&v->t) == 1)
@@ -426,11 +427,11 @@ struct backward {
 
 static void hold_grad(struct dtrx_session *s, struct rt_value *v, int h)
 {
-    if (v->grad >= 0)
-        s->values[v->grad]->grad_refs--;
-    v->grad = h;
+    if (v->train.grad >= 0)
+        s->values[v->train.grad]->train.grad_refs--;
+    v->train.grad = h;
     if (h >= 0)
-        s->values[h]->grad_refs++;
+        s->values[h]->train.grad_refs++;
 }
 
 static int bw_emit(struct grad_ctx *g, const char *op, const struct onnx_attr *attrs, int n_attrs,
@@ -448,7 +449,7 @@ static int bw_add_dx(struct grad_ctx *g, int i, int h)
     if (i < 0 || i >= b->call->n_in || b->call->in[i] < 0 || h < 0)
         return grad_error(g, "gradient for input %d, which does not exist", i);
     struct rt_value *x = s->values[b->call->in[i]];
-    if (!x->requires_grad)
+    if (!x->train.requires_grad)
         return 0;
     const struct tensor *ht = &s->values[h]->t;
     if (!tensor_same_shape(ht, &x->t) || ht->dtype != x->t.dtype) {
@@ -456,11 +457,11 @@ static int bw_add_dx(struct grad_ctx *g, int i, int h)
         return grad_error(g, "gradient %s does not match input '%s' %s", tensor_describe(ht, a, sizeof a),
                           x->name, tensor_describe(&x->t, c, sizeof c));
     }
-    if (x->grad < 0) {
+    if (x->train.grad < 0) {
         hold_grad(s, x, h);
         return 0;
     }
-    int old = x->grad, sum, in[2] = { x->grad, h };
+    int old = x->train.grad, sum, in[2] = { x->train.grad, h };
     if (bw_emit(g, "Add", NULL, 0, 2, in, 1, &sum))
         return -1;
     hold_grad(s, x, sum);
@@ -469,7 +470,7 @@ static int bw_add_dx(struct grad_ctx *g, int i, int h)
      * sees this call's values): under a budget DTR then keeps it or has to
      * evict it by score, instead of freeing it now. */
     struct rt_value *o = s->values[old];
-    if (!o->grad_refs && old < b->first_new && o->kind == RT_VALUE_INTERMEDIATE)
+    if (!o->train.grad_refs && old < b->first_new && o->kind == RT_VALUE_INTERMEDIATE)
         rt_value_release(s, o);
     return 0;
 }
@@ -494,7 +495,7 @@ static void release_temporaries(struct dtrx_session *s, int from)
 {
     for (int i = from; i < s->n_values; i++) {
         struct rt_value *v = s->values[i];
-        if (!v->grad_refs && v->kind == RT_VALUE_INTERMEDIATE)
+        if (!v->train.grad_refs && v->kind == RT_VALUE_INTERMEDIATE)
             rt_value_release(s, v);
     }
 }
@@ -508,13 +509,13 @@ static void release_saved(struct dtrx_session *s, struct rt_call *c)
     for (int i = 0; i < c->n_in && i < 32; i++)
         if (c->in[i] >= 0 && (in_mask >> i & 1)) {
             struct rt_value *v = s->values[c->in[i]];
-            if (--v->remaining <= 0 && v->kind == RT_VALUE_INTERMEDIATE && !v->is_output)
+            if (--v->use.remaining <= 0 && v->kind == RT_VALUE_INTERMEDIATE && !v->use.is_output)
                 rt_value_release(s, v);
         }
     for (int i = 0; i < c->n_out && i < 32; i++)
         if (c->out[i] >= 0 && (out_mask >> i & 1)) {
             struct rt_value *v = s->values[c->out[i]];
-            if (--v->remaining <= 0 && v->kind == RT_VALUE_INTERMEDIATE && !v->is_output)
+            if (--v->use.remaining <= 0 && v->kind == RT_VALUE_INTERMEDIATE && !v->use.is_output)
                 rt_value_release(s, v);
         }
 }
@@ -527,11 +528,11 @@ static enum dtrx_status backward_call(struct dtrx_session *s, struct rt_call *c)
     if (!dy || !need)
         return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     for (int i = 0; i < c->n_out; i++) {
-        dy[i] = c->out[i] >= 0 ? s->values[c->out[i]]->grad : -1;
+        dy[i] = c->out[i] >= 0 ? s->values[c->out[i]]->train.grad : -1;
         any_dy |= dy[i] >= 0;
     }
     for (int i = 0; i < c->n_in; i++) {
-        need[i] = c->in[i] >= 0 && s->values[c->in[i]]->requires_grad &&
+        need[i] = c->in[i] >= 0 && s->values[c->in[i]]->train.requires_grad &&
                   rt_input_differentiable(c->def->domain, c->def->name, i);
         any_dx |= need[i];
     }
@@ -583,7 +584,7 @@ static enum dtrx_status backward_call(struct dtrx_session *s, struct rt_call *c)
                 break;
             }
             n_host++;
-            if (bytes && (st = rt_budget_read(s, v, h->data)))
+            if (bytes && (st = s->memory->read(s, v, h->data)))
                 break;
             in_t[i] = h;
         }
@@ -624,10 +625,10 @@ static enum dtrx_status backward_call(struct dtrx_session *s, struct rt_call *c)
     }
     /* This call's output gradients are consumed. */
     for (int i = 0; i < c->n_out; i++)
-        if (c->out[i] >= 0 && s->values[c->out[i]]->grad >= 0) {
-            int h = s->values[c->out[i]]->grad;
+        if (c->out[i] >= 0 && s->values[c->out[i]]->train.grad >= 0) {
+            int h = s->values[c->out[i]]->train.grad;
             hold_grad(s, s->values[c->out[i]], -1);
-            if (!s->values[h]->grad_refs)
+            if (!s->values[h]->train.grad_refs)
                 rt_value_release(s, s->values[h]);
         }
     release_saved(s, c);
@@ -655,9 +656,9 @@ static enum dtrx_status pin_final_grads(struct dtrx_session *s, int tape_index)
         if (c->in[i] < 0 || c->in[i] >= t->n_first_use)
             continue;
         struct rt_value *v = s->values[c->in[i]];
-        if (v->kind != RT_VALUE_INITIALIZER || v->grad < 0 || t->first_use[c->in[i]] != tape_index)
+        if (v->kind != RT_VALUE_INITIALIZER || v->train.grad < 0 || t->first_use[c->in[i]] != tape_index)
             continue;
-        enum dtrx_status st = rt_budget_pin(s, s->values[v->grad]);
+        enum dtrx_status st = s->memory->pin(s, s->values[v->train.grad]);
         if (st) {
             char why[1024];
             snprintf(why, sizeof why, "%s", dtrx_last_error());
@@ -676,7 +677,7 @@ static enum dtrx_status read_loss(struct dtrx_session *s, int id, double *loss)
         return rt_fail(DTRX_ERR_INPUT, "the loss is not a scalar");
     double host[1];
     t.data = host;
-    enum dtrx_status st = rt_budget_read(s, s->values[id], host);
+    enum dtrx_status st = s->memory->read(s, s->values[id], host);
     if (!st)
         *loss = tensor_get_double(&t, 0);
     return st;
@@ -689,8 +690,8 @@ static enum dtrx_status forward_backward(struct dtrx_session *s, double *loss)
         return rt_fail(DTRX_ERR_INPUT, "the session is not training (dtrx_session_train_begin)");
     rt_emitted_free(s);
     for (int i = 0; i < s->n_values; i++) {
-        s->values[i]->grad = -1;
-        s->values[i]->grad_refs = 0;
+        s->values[i]->train.grad = -1;
+        s->values[i]->train.grad_refs = 0;
     }
     rt_plan_step_begin(s);
     enum dtrx_status st = rt_forward(s, 1);
@@ -740,7 +741,7 @@ static enum dtrx_status emit_update(struct dtrx_session *s, int p)
     struct rt_train *t = &s->train;
     const struct dtrx_train_options *o = &t->opts;
     int param = t->params[p];
-    int grad = s->values[param]->grad;
+    int grad = s->values[param]->train.grad;
     if (grad < 0)
         return DTRX_OK;   /* the loss does not depend on it */
     static const char *const ops[] = {
@@ -774,11 +775,11 @@ static enum dtrx_status emit_update(struct dtrx_session *s, int p)
 static enum dtrx_status diverged(struct dtrx_session *s, double loss)
 {
     long long step = (long long)s->train.step + 1;
-    s->check_finite = 1;
+    rt_finite_watch(s, 1);
     s->nonfinite[0] = 0;
     double again = 0;
     enum dtrx_status st = forward_backward(s, &again);
-    s->check_finite = 0;
+    rt_finite_watch(s, 0);
     char where[1024];
     if (s->nonfinite[0])
         snprintf(where, sizeof where, "%s", s->nonfinite);
@@ -825,22 +826,22 @@ enum dtrx_status dtrx_session_get_grad(const struct dtrx_session *s, const char 
         const struct rt_value *v = s->values[i];
         if (strcmp(v->name, name))
             continue;
-        if (v->grad < 0 || !rt_value_live(s, s->values[v->grad]))
+        if (v->train.grad < 0 || !s->memory->live(s, s->values[v->train.grad]))
             return rt_fail(DTRX_ERR_INPUT, "'%s' has no gradient (not trainable, or the loss does not depend on it)", name);
-        struct rt_value *gv = s->values[v->grad];
+        struct rt_value *gv = s->values[v->train.grad];
         const struct tensor *g = &gv->t;
         out->dtype = g->dtype;
         out->rank = g->rank;
         memcpy(out->dims, g->dims, sizeof out->dims);
         out->data = g->data;
-        if ((rt_budget_active(s) && !gv->storage) || !rt_device_on_host(s)) {
+        if ((rt_budget_active(s) && !gv->mem.storage) || !rt_device_on_host(s)) {
             /* Under a budget the gradient may be evicted: read a host copy. */
             struct dtrx_session *ms = (struct dtrx_session *)s;
             void *p = realloc(ms->grad_host, tensor_size_bytes(g) + 1);
             if (!p)
                 return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
             ms->grad_host = p;
-            enum dtrx_status st = rt_budget_read(ms, gv, p);
+            enum dtrx_status st = ms->memory->read(ms, gv, p);
             out->data = p;
             return st;
         }
@@ -856,7 +857,7 @@ enum dtrx_status dtrx_session_save(struct dtrx_session *s, const char *path)
         struct onnx_tensor *init = &g->initializers[i];
         for (int k = 0; k < s->n_values; k++) {
             struct rt_value *v = s->values[k];
-            if (v->kind == RT_VALUE_INITIALIZER && !v->owned_name && !strcmp(v->name, init->name) && v->storage) {
+            if (v->kind == RT_VALUE_INITIALIZER && !v->owned_name && !strcmp(v->name, init->name) && v->mem.storage) {
                 if (rt_to_host(s, init->data, v->t.data, init->size_bytes))
                     return DTRX_ERR_INTERNAL;
                 break;

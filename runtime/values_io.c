@@ -3,7 +3,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime-impl.h"
+#include "runtime/device.h"
+#include "runtime/emit.h"
+#include "runtime/memory.h"
+#include "runtime/session.h"
+#include "runtime/status.h"
+#include "runtime/values.h"
 
 void dtrx_value_clear(struct dtrx_value *v)
 {
@@ -19,12 +24,12 @@ void dtrx_value_clear(struct dtrx_value *v)
 /* Drops what an input held before being bound again. */
 static void input_clear(struct dtrx_session *s, struct rt_value *v)
 {
-    for (int i = 0; i < v->n_elems; i++)
-        input_clear(s, s->values[v->elems[i]]);
-    free(v->elems);
-    v->elems = NULL;
-    v->n_elems = 0;
-    v->container = RT_TENSOR;
+    for (int i = 0; i < v->list.n_elems; i++)
+        input_clear(s, s->values[v->list.elems[i]]);
+    free(v->list.elems);
+    v->list.elems = NULL;
+    v->list.n_elems = 0;
+    v->list.container = RT_TENSOR;
     rt_value_release(s, v);
 }
 
@@ -51,15 +56,15 @@ static enum dtrx_status value_fill(struct dtrx_session *s, int id, const struct 
     if (!elems)
         return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     struct rt_value *v = s->values[id];
-    v->container = src->kind == DTRX_VALUE_SEQUENCE ? RT_SEQUENCE : RT_OPTIONAL;
-    v->elems = elems;
+    v->list.container = src->kind == DTRX_VALUE_SEQUENCE ? RT_SEQUENCE : RT_OPTIONAL;
+    v->list.elems = elems;
     for (int i = 0; i < src->n_elems; i++) {
         int e = rt_value_new(s, name, RT_VALUE_INPUT);
         if (e < 0)
             return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
         v = s->values[id];
-        v->elems[v->n_elems++] = e;
-        s->values[e]->remaining = 1;   /* held by the list; inputs are never released anyway */
+        v->list.elems[v->list.n_elems++] = e;
+        s->values[e]->use.remaining = 1;   /* held by the list; inputs are never released anyway */
         enum dtrx_status st = value_fill(s, e, &src->elems[i], name);
         if (st)
             return st;
@@ -98,14 +103,14 @@ static enum dtrx_status value_copy(struct dtrx_session *s, int id, struct dtrx_v
 {
     struct rt_value *v = s->values[id];
     memset(out, 0, sizeof *out);
-    if (v->container) {
-        out->kind = v->container == RT_SEQUENCE ? DTRX_VALUE_SEQUENCE : DTRX_VALUE_OPTIONAL;
-        out->elems = calloc((size_t)v->n_elems + 1, sizeof *out->elems);
+    if (v->list.container) {
+        out->kind = v->list.container == RT_SEQUENCE ? DTRX_VALUE_SEQUENCE : DTRX_VALUE_OPTIONAL;
+        out->elems = calloc((size_t)v->list.n_elems + 1, sizeof *out->elems);
         if (!out->elems)
             return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
-        for (int i = 0; i < v->n_elems; i++) {
+        for (int i = 0; i < v->list.n_elems; i++) {
             out->n_elems++;
-            enum dtrx_status st = value_copy(s, s->values[id]->elems[i], &out->elems[i]);
+            enum dtrx_status st = value_copy(s, s->values[id]->list.elems[i], &out->elems[i]);
             if (st)
                 return st;
         }
@@ -120,9 +125,9 @@ static enum dtrx_status value_copy(struct dtrx_session *s, int id, struct dtrx_v
         return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     if (!bytes)
         return DTRX_OK;
-    if (!rt_value_live(s, v))
+    if (!s->memory->live(s, v))
         return rt_fail(DTRX_ERR_INPUT, "'%s' has no value: run the session first", v->name);
-    return rt_budget_read(s, v, out->tensor.data);
+    return s->memory->read(s, v, out->tensor.data);
 }
 
 enum dtrx_status dtrx_session_get_output_value(struct dtrx_session *s, int index, struct dtrx_value *out)

@@ -14,7 +14,7 @@
 
 #include "onnx/onnx.h"
 #include "runtime/dtrexec.h"
-#include "runtime/runtime-impl.h"
+#include "runtime/session.h"
 
 /* ---- a tiny model builder over the onnx/ IR ------------------------------------ */
 
