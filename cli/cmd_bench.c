@@ -1,5 +1,5 @@
 /* cli/cmd_bench.c — `dtrexec bench TRACE|GRAPH...`: budget sweeps in the
- * simulator, written as CSV and as an SVG plot (bench/sweep.c, plot.c);
+ * simulator, written as CSV and as an SVG plot (dtr/sim/sweep.c, plot.c);
  * with --solvers, on graphs, DTR heuristics against static planners at
  * the same budgets (bench/planners*.c). */
 #define _POSIX_C_SOURCE 200809L
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "bench/bench.h"
+#include "dtr/sim/sim.h"
 #include "cli/cli.h"
 
 static void bench_usage(FILE *f)
@@ -118,7 +118,9 @@ static int bench_compare(struct sim_program *progs, const char **paths, int n_pa
                 row->ratio = ratios[r];
                 row->budget_bytes = budget;
                 row->gap = NAN;
+                cli_solver_signals_begin();
                 enum plan_status st = plan_make(&graphs[p], solvers[k], budget, po, &s, err, sizeof err);
+                cli_solver_signals_end();   /* a signal that stopped the solver ends dtrexec */
                 if (st == PLAN_ERROR) {
                     fprintf(stderr, "dtrexec bench: %s, %s at %g: %s\n", graphs[p].name, row->method, ratios[r], err);
                     rc = CLI_EXIT_INTERNAL;

@@ -1,12 +1,12 @@
 /* cli/cmd_plan.c — `dtrexec plan GRAPH --solver S --budget B -o SCHEDULE.json`:
- * a static checkpointing schedule of a graph (bench/planners.c, milp.c). */
+ * a static checkpointing schedule of a graph (dtr/sim/planners.c, milp.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/bench.h"
-#include "bench/json.h"
+#include "dtr/sim/sim.h"
+#include "dtr/format/json.h"
 #include "cli/cli.h"
 
 int cli_sim_parse_budget(const char *text, double *ratio, uint64_t *bytes);
@@ -176,7 +176,9 @@ int cmd_plan(int argc, char **argv)
         goto out;
     }
     o.start = start_path ? &start : NULL;
+    cli_solver_signals_begin();
     enum plan_status st = plan_make(&g, solver, budget, &o, &s, err, sizeof err);
+    cli_solver_signals_end();   /* ends dtrexec by the signal when one stopped the solver */
     if (st == PLAN_INFEASIBLE) {
         fprintf(stderr, "dtrexec plan: %s, %s at %llu bytes: %s\n", g.name, plan_solver_name(solver),
                 (unsigned long long)budget, err);

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "bench/bench.h"
+#include "dtr/sim/sim.h"
 #include "onnx/onnx.h"
 #include "runtime/dtrexec.h"
 

@@ -1,14 +1,14 @@
 /* cli/cmd_sim.c — `dtrexec sim TRACE|GRAPH`: replay an op log or a static
- * graph under DTR with a simulated clock and memory counter (bench/sim.c);
+ * graph under DTR with a simulated clock and memory counter (dtr/sim/sim.c);
  * with --plan, replay and check a static schedule on a graph instead
- * (bench/schedule.c). */
+ * (dtr/sim/schedule.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/bench.h"
-#include "bench/json.h"
+#include "dtr/sim/sim.h"
+#include "dtr/format/json.h"
 #include "cli/cli.h"
 
 static void sim_usage(FILE *f)
@@ -212,7 +212,7 @@ out:
 }
 
 /* `sim GRAPH --schedule-out S.json`: the run recorded as a schedule
- * (bench/sim_schedule.c), checked and written; prints the check. */
+ * (dtr/sim/sim_schedule.c), checked and written; prints the check. */
 static int sim_schedule_out(const char *path, const struct sim_program *prog, const struct sim_baseline *base,
                             const struct sim_options *o, const char *out_path, int staged, struct sim_result *r,
                             char *note, size_t note_size)

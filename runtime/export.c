@@ -37,7 +37,7 @@
  * layout: a node needs its workspace only while it runs, so a planner
  * counts it at that node's run on top of the resident values and the
  * node's outputs, and its kept bytes from its first run to the end
- * (bench/bench.h, "Memory accounting"); graphs without them (Checkmate's
+ * (dtr/sim/sim.h, "Memory accounting"); graphs without them (Checkmate's
  * own) read as 0.
  * Gradient accumulation needs no field: the runtime sums gradients with
  * ordinary Sum calls, which are nodes like any other. */

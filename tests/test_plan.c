@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/bench.h"
+#include "dtr/sim/sim.h"
 #include "testutil.h"
 
 #define GRAPHS DTRX_DATA_DIR "/checkmate-graphs/"

@@ -1,5 +1,5 @@
 /* tests/test_sim_schedule.c — DTR's simulated run recorded as a static
- * schedule (bench/sim_schedule.c): the schedule replays with
+ * schedule (dtr/sim/sim_schedule.c): the schedule replays with
  * schedule_simulate at the run's budget with the same compute and peak;
  * its stage mapping is a valid stage schedule; the planners' memory
  * accounting; the MIP start search; and `dtrexec sim --schedule-out`
@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/bench.h"
+#include "dtr/sim/sim.h"
 #include "testutil.h"
-#include "bench/json.h"
+#include "dtr/format/json.h"
 
 #define N100 DTRX_DATA_DIR "/checkmate-graphs/random-layered-n100.json"
 #define RESNET18 DTRX_SOURCE_DIR "/bench/results/zoo-resnet18.json"

@@ -6,7 +6,7 @@
  * heuristic; a passing run must stay within its budget. */
 #include <string.h>
 
-#include "bench/bench.h"
+#include "dtr/sim/sim.h"
 #include "tests/fuzz/fuzz.h"
 
 static const char chain[] =
