@@ -61,7 +61,7 @@ static int bench_compare(struct sim_program *progs, const char **paths, int n_pa
     char err[600];
     size_t cap = (size_t)n_paths * n_ratios * (n_hs + n_solvers) + 1, n = 0;
     struct compare_row *rows = calloc(cap, sizeof *rows);
-    struct plan_graph *graphs = calloc(n_paths, sizeof *graphs);
+    struct fmt_graph *graphs = calloc(n_paths, sizeof *graphs);
     int loaded = 0, rc = CLI_EXIT_OK;
     if (!rows || !graphs) {
         free(rows);
@@ -69,7 +69,7 @@ static int bench_compare(struct sim_program *progs, const char **paths, int n_pa
         return CLI_EXIT_INTERNAL;
     }
     for (; loaded < n_paths; loaded++)
-        if (plan_graph_load(paths[loaded], &graphs[loaded], err, sizeof err)) {
+        if (fmt_graph_read(paths[loaded], &graphs[loaded], err, sizeof err)) {
             fprintf(stderr, "dtrexec bench: --solvers needs graphs: %s\n", err);
             rc = CLI_EXIT_USAGE;
             goto out;
@@ -177,7 +177,7 @@ static int bench_compare(struct sim_program *progs, const char **paths, int n_pa
     }
 out:
     for (int i = 0; i < loaded; i++)
-        plan_graph_free(&graphs[i]);
+        fmt_graph_free(&graphs[i]);
     free(graphs);
     free(rows);
     return rc;

@@ -718,7 +718,7 @@ static int load_plan(const char *path, struct dtrx_plan_step **steps, int *n, si
 {
     char err[1024];
     struct schedule sched;
-    struct plan_graph g;
+    struct fmt_graph g;
     memset(&g, 0, sizeof g);
     schedule_init(&sched);
     /* The graph's file name is in the schedule: a first pass without a
@@ -751,7 +751,7 @@ static int load_plan(const char *path, struct dtrx_plan_step **steps, int *n, si
         snprintf(graph_path, sizeof graph_path, "%.*s/%s", (int)(slash - path), path, file);
     int rc = -1;
     struct schedule_result res;
-    if (plan_graph_load(graph_path, &g, err, sizeof err) || schedule_load(path, &g, &sched, err, sizeof err) ||
+    if (fmt_graph_read(graph_path, &g, err, sizeof err) || schedule_load(path, &g, &sched, err, sizeof err) ||
         schedule_simulate(&g, &sched, sched.budget_bytes, &res, err, sizeof err)) {
         fprintf(stderr, "dtrexec: %s\n", err);
         goto done;
@@ -772,7 +772,7 @@ static int load_plan(const char *path, struct dtrx_plan_step **steps, int *n, si
     rc = 0;
 done:
     schedule_free(&sched);
-    plan_graph_free(&g);
+    fmt_graph_free(&g);
     return rc;
 }
 

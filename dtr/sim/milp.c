@@ -99,7 +99,7 @@ static double kept_units(const double *M, uint32_t T, uint32_t t, uint32_t k)
 }
 
 /* Writes the model; budget_units: U's bound. Returns 0 or -1. */
-static int write_lp(const char *path, const struct plan_graph *g, const double *M, double budget_units, int relax)
+static int write_lp(const char *path, const struct fmt_graph *g, const double *M, double budget_units, int relax)
 {
     FILE *f = fopen(path, "w");
     if (!f)
@@ -418,7 +418,7 @@ out:
  * stage t ends with the first run of node t, so the first runs must come in
  * node order, and a stage may run each node once, in increasing order.
  * Returns a copy with the stages set, or -1 when s has no such form. */
-static int stage_copy(const struct plan_graph *g, const struct schedule *s, struct schedule *out)
+static int stage_copy(const struct fmt_graph *g, const struct schedule *s, struct schedule *out)
 {
     uint32_t T = g->n, next = 0;
     int32_t *last = malloc((T + 1) * sizeof *last);   /* stage of each node's latest run */
@@ -464,7 +464,7 @@ out:
  * is its highest U, so the caller can tell whether the start fits the
  * model's budget (the units are rounded up per value). With f NULL only
  * max_u is computed. */
-static int start_values(FILE *f, const struct plan_graph *g, const double *M, const struct schedule *sc,
+static int start_values(FILE *f, const struct fmt_graph *g, const double *M, const struct schedule *sc,
                         double *max_u)
 {
     uint32_t T = g->n;
@@ -534,7 +534,7 @@ out:
     return rc;
 }
 
-static int write_start(const char *path, const struct plan_graph *g, const double *M, const struct schedule *sc)
+static int write_start(const char *path, const struct fmt_graph *g, const double *M, const struct schedule *sc)
 {
     FILE *f = fopen(path, "w");
     double max_u;
@@ -582,7 +582,7 @@ static int copy_file(const char *from, const char *to)
 }
 
 /* Writes, solves and reads one model. */
-static int solve_model(const struct plan_graph *g, const double *M, double budget_units, int relax,
+static int solve_model(const struct fmt_graph *g, const double *M, double budget_units, int relax,
                        const struct schedule *start, double time_limit, const struct plan_options *o,
                        struct lp_solution *sol, char *err, size_t err_size)
 {
@@ -625,7 +625,7 @@ done:
  * optimality (a lower bound of the MILP's optimum), else NAN; with
  * want_bound the full budget is solved (and rounded too) even after 0.9
  * gave a schedule. */
-static enum plan_status lp_round(const struct plan_graph *g, const double *M, double budget_units,
+static enum plan_status lp_round(const struct fmt_graph *g, const double *M, double budget_units,
                                  uint64_t budget_bytes, const struct plan_options *o, int want_bound,
                                  struct schedule *best_out, double *best_cost, double *lp_bound, double *seconds,
                                  char *err, size_t err_size)
@@ -709,7 +709,7 @@ done:
 /* The cheapest classic planner's schedule (checkpoint-all, Chen, Griewank)
  * within the budget that has Checkmate's stage form and fits the model's
  * memory: PLAN_OK with it in *best, PLAN_INFEASIBLE when none. */
-static enum plan_status classic_start(const struct plan_graph *g, const double *M, double budget_units,
+static enum plan_status classic_start(const struct fmt_graph *g, const double *M, double budget_units,
                                       uint64_t budget_bytes, struct schedule *best, double *best_cost, char *backend,
                                       size_t backend_size)
 {
@@ -745,7 +745,7 @@ static enum plan_status classic_start(const struct plan_graph *g, const double *
  * =force: whenever one fits, cheaper or not (to see where HiGHS goes from
  * DTR's schedule). */
 struct start_fit {
-    const struct plan_graph *g;
+    const struct fmt_graph *g;
     const double *M;
     double budget_units;
 };
@@ -757,7 +757,7 @@ static int start_fits(void *ctx, const struct schedule *sc)
     return !start_values(NULL, c->g, c->M, sc, &max_u) && max_u <= c->budget_units;
 }
 
-static enum plan_status dtr_start(const struct plan_graph *g, const double *M, double budget_units,
+static enum plan_status dtr_start(const struct fmt_graph *g, const double *M, double budget_units,
                                   uint64_t budget_bytes, struct schedule *best, double *best_cost, char *backend,
                                   size_t backend_size)
 {
@@ -784,7 +784,7 @@ static enum plan_status dtr_start(const struct plan_graph *g, const double *M, d
 /* The caller's start (plan_options.start, already in stages) as the MIP
  * start, its compute in *best_cost, when it fits the model's memory; the
  * classic planners' and DTR's starts replace it only when cheaper. */
-static enum plan_status given_start(const struct plan_graph *g, const double *M, double budget_units,
+static enum plan_status given_start(const struct fmt_graph *g, const double *M, double budget_units,
                                     uint64_t budget_bytes, const struct schedule *start, struct schedule *best,
                                     double *best_cost, char *backend, size_t backend_size)
 {
@@ -802,7 +802,7 @@ static enum plan_status given_start(const struct plan_graph *g, const double *M,
     return PLAN_OK;
 }
 
-enum plan_status plan_checkmate(const struct plan_graph *g, uint64_t budget_bytes, int relax,
+enum plan_status plan_checkmate(const struct fmt_graph *g, uint64_t budget_bytes, int relax,
                                 const struct plan_options *o, struct schedule *out, char *err, size_t err_size)
 {
     uint32_t T = g->n;

@@ -70,7 +70,7 @@ static double now_s(void)
  * Checkmate's formulation does, stage t computing node t). ensure() first
  * computes every node before v that has not run yet. */
 struct builder {
-    const struct plan_graph *g;
+    const struct fmt_graph *g;
     struct schedule *s;
     uint8_t *avail;
     uint8_t *ran;            /* computed at least once */
@@ -78,7 +78,7 @@ struct builder {
     int failed;
 };
 
-static int builder_init(struct builder *b, const struct plan_graph *g, struct schedule *s)
+static int builder_init(struct builder *b, const struct fmt_graph *g, struct schedule *s)
 {
     *b = (struct builder){ .g = g, .s = s, .avail = calloc(g->n + 1, 1), .ran = calloc(g->n + 1, 1) };
     return b->avail && b->ran ? 0 : -1;
@@ -111,7 +111,7 @@ static void ensure(struct builder *b, uint32_t v)
 {
     if (b->avail[v] || b->failed)
         return;
-    const struct plan_graph *g = b->g;
+    const struct fmt_graph *g = b->g;
     if (!b->ran[v])
         for (; b->next_first < v; b->next_first++)
             if (!b->ran[b->next_first])
@@ -122,7 +122,7 @@ static void ensure(struct builder *b, uint32_t v)
 }
 
 /* Frees, then the replay that checks the schedule and measures it. */
-static int finish(const struct plan_graph *g, struct schedule *s, uint64_t budget, struct schedule_result *r,
+static int finish(const struct fmt_graph *g, struct schedule *s, uint64_t budget, struct schedule_result *r,
                   char *err, size_t err_size)
 {
     if (schedule_insert_frees(g, s, err, err_size))
@@ -140,7 +140,7 @@ static int finish(const struct plan_graph *g, struct schedule *s, uint64_t budge
     return PLAN_OK;
 }
 
-static int checkpoint_all(const struct plan_graph *g, struct schedule *s)
+static int checkpoint_all(const struct fmt_graph *g, struct schedule *s)
 {
     for (uint32_t v = 0; v < g->n; v++)
         if (schedule_push(s, SCHEDULE_RUN, v, 0))
@@ -154,7 +154,7 @@ static int checkpoint_all(const struct plan_graph *g, struct schedule *s)
  * has no marks). A virtual source joins the forward sources and a virtual
  * sink the forward sinks, so that the chain's ends count too (as
  * Checkmate's DFGraph does). Returns the points in topological order. */
-static uint32_t *articulation_points(const struct plan_graph *g, uint32_t *count)
+static uint32_t *articulation_points(const struct fmt_graph *g, uint32_t *count)
 {
     uint32_t n = g->n, N = n + 2, vs = n, ve = n + 1;
     *count = 0;
@@ -293,7 +293,7 @@ fail:
  * last one, which the backward pass needs first); during the backward
  * pass a missing forward value is recomputed from the nearest checkpoint
  * and kept until its last backward use. */
-static int chen_runs(const struct plan_graph *g, const uint8_t *ckpt, struct schedule *s)
+static int chen_runs(const struct fmt_graph *g, const uint8_t *ckpt, struct schedule *s)
 {
     struct builder b;
     if (builder_init(&b, g, s)) {
@@ -320,7 +320,7 @@ static int chen_runs(const struct plan_graph *g, const uint8_t *ckpt, struct sch
     return b.failed ? -1 : 0;
 }
 
-static enum plan_status chen(const struct plan_graph *g, int greedy, uint64_t budget, struct schedule *out,
+static enum plan_status chen(const struct fmt_graph *g, int greedy, uint64_t budget, struct schedule *out,
                              char *err, size_t err_size)
 {
     uint32_t n_ap = 0;
@@ -445,7 +445,7 @@ struct revolve {
 
 static void drop_segments(struct revolve *rv, uint32_t a, uint32_t b, uint32_t except)
 {
-    const struct plan_graph *g = rv->b.g;
+    const struct fmt_graph *g = rv->b.g;
     for (uint32_t v = 0; v < g->n; v++)
         if (!g->backward[v] && v != except && rv->fwd_seg[v] >= a && rv->fwd_seg[v] < b)
             rv->b.avail[v] = 0;
@@ -453,7 +453,7 @@ static void drop_segments(struct revolve *rv, uint32_t a, uint32_t b, uint32_t e
 
 static void reverse_one(struct revolve *rv, uint32_t j, uint32_t a)
 {
-    const struct plan_graph *g = rv->b.g;
+    const struct fmt_graph *g = rv->b.g;
     for (uint32_t v = 0; v < g->n; v++)
         if (g->backward[v] && rv->bseg[v] == (int32_t)j)
             ensure(&rv->b, v);
@@ -469,7 +469,7 @@ static void revolve_rec(struct revolve *rv, uint32_t a, uint32_t b, uint32_t s)
         return;
     if (s >= b - a) {
         /* a snapshot for every segment: keep everything, recompute nothing */
-        const struct plan_graph *g = rv->b.g;
+        const struct fmt_graph *g = rv->b.g;
         for (uint32_t v = 0; v < g->n; v++)
             if (!g->backward[v] && rv->fwd_seg[v] >= a && rv->fwd_seg[v] < b)
                 ensure(&rv->b, v);
@@ -490,7 +490,7 @@ static void revolve_rec(struct revolve *rv, uint32_t a, uint32_t b, uint32_t s)
     revolve_rec(rv, a, m, s);
 }
 
-static enum plan_status griewank(const struct plan_graph *g, uint64_t budget, struct schedule *out, char *err,
+static enum plan_status griewank(const struct fmt_graph *g, uint64_t budget, struct schedule *out, char *err,
                                  size_t err_size)
 {
     uint32_t n_ap = 0, n = g->n;
@@ -651,7 +651,7 @@ done:
 
 /* ---- Checkmate: S to a schedule ---- */
 
-int plan_schedule_from_s(const struct plan_graph *g, const uint8_t *S, struct schedule *out, char *err,
+int plan_schedule_from_s(const struct fmt_graph *g, const uint8_t *S, struct schedule *out, char *err,
                          size_t err_size)
 {
     uint32_t T = g->n;
@@ -692,7 +692,7 @@ int plan_schedule_from_s(const struct plan_graph *g, const uint8_t *S, struct sc
 
 /* ---- dispatch ---- */
 
-enum plan_status plan_make(const struct plan_graph *g, enum plan_solver solver, uint64_t budget_bytes,
+enum plan_status plan_make(const struct fmt_graph *g, enum plan_solver solver, uint64_t budget_bytes,
                            const struct plan_options *o, struct schedule *out, char *err, size_t err_size)
 {
     schedule_init(out);

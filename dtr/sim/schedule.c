@@ -64,10 +64,10 @@ int schedule_push(struct schedule *s, enum schedule_step_kind kind, uint32_t nod
 
 /* ---- reading ---- */
 
-static int node_of(const struct plan_graph *g, const struct json_value *v, uint32_t *out)
+static int node_of(const struct fmt_graph *g, const struct json_value *v, uint32_t *out)
 {
     const char *name = json_string(v);
-    int32_t i = name ? plan_graph_find(g, name) : -1;
+    int32_t i = name ? fmt_graph_find(g, name) : -1;
     if (i < 0)
         return -1;
     *out = (uint32_t)i;
@@ -84,7 +84,7 @@ static void describe(const struct json_value *v, char *buf, size_t n)
                                                     : v->type == JSON_OBJECT ? "object" : "literal");
 }
 
-static int parse_steps(const struct json_value *js, const struct plan_graph *g, struct schedule *s, char *err,
+static int parse_steps(const struct json_value *js, const struct fmt_graph *g, struct schedule *s, char *err,
                        size_t err_size)
 {
     for (size_t k = 0; k < js->u.array.n; k++) {
@@ -139,7 +139,7 @@ oom:
 
 /* One row of R or S: a list of node names, or a 0/1 list over the graph's
  * nodes in topological order (Checkmate's matrices). */
-static int stage_row(const struct json_value *row, const struct plan_graph *g, uint8_t *out, size_t t,
+static int stage_row(const struct json_value *row, const struct fmt_graph *g, uint8_t *out, size_t t,
                      const char *which, char *err, size_t err_size)
 {
     memset(out, 0, g->n);
@@ -173,7 +173,7 @@ static int stage_row(const struct json_value *row, const struct plan_graph *g, u
     return 0;
 }
 
-static int parse_stages(const struct json_value *js, const struct plan_graph *g, struct schedule *s, char *err,
+static int parse_stages(const struct json_value *js, const struct fmt_graph *g, struct schedule *s, char *err,
                         size_t err_size)
 {
     size_t T = js->u.array.n, n = g->n;
@@ -263,7 +263,7 @@ out:
     return rc;
 }
 
-int schedule_parse(const char *text, size_t len, const struct plan_graph *g, struct schedule *s, char *err,
+int schedule_parse(const char *text, size_t len, const struct fmt_graph *g, struct schedule *s, char *err,
                    size_t err_size)
 {
     schedule_init(s);
@@ -344,7 +344,7 @@ out:
     return rc;
 }
 
-int schedule_load(const char *path, const struct plan_graph *g, struct schedule *s, char *err, size_t err_size)
+int schedule_load(const char *path, const struct fmt_graph *g, struct schedule *s, char *err, size_t err_size)
 {
     schedule_init(s);
     FILE *f = fopen(path, "rb");
@@ -390,7 +390,7 @@ static void write_num_field(FILE *f, const char *key, double x)
     json_write_number(f, x);
 }
 
-int schedule_save(const char *path, const struct plan_graph *g, const struct schedule *s, char *err, size_t err_size)
+int schedule_save(const char *path, const struct fmt_graph *g, const struct schedule *s, char *err, size_t err_size)
 {
     FILE *f = fopen(path, "w");
     if (!f) {
@@ -456,7 +456,7 @@ static void where(const struct schedule_step *st, uint32_t k, char *buf, size_t 
         snprintf(buf, n, "step %u", st->src);
 }
 
-int schedule_simulate(const struct plan_graph *g, const struct schedule *s, uint64_t budget_bytes,
+int schedule_simulate(const struct fmt_graph *g, const struct schedule *s, uint64_t budget_bytes,
                       struct schedule_result *r, char *err, size_t err_size)
 {
     memset(r, 0, sizeof *r);
@@ -538,7 +538,7 @@ out:
     return rc;
 }
 
-int schedule_insert_frees(const struct plan_graph *g, struct schedule *s, char *err, size_t err_size)
+int schedule_insert_frees(const struct fmt_graph *g, struct schedule *s, char *err, size_t err_size)
 {
     uint32_t n = g->n, nr = 0;
     for (uint32_t k = 0; k < s->n_steps; k++)

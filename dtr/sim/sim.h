@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "dtr/dtr.h"
+#include "dtr/format/graph.h"
 
 /* Text helpers shared by the CSV and SVG writers (plot.c): XML-escaped text,
  * a CSV field quoted when it must be, a round axis step for a range. */
@@ -67,9 +68,10 @@ struct sim_program {
 /* Reads a DTR op log (JSON lines; see DESIGN.md "Trace"). Replay starts
  * after ANNOTATE START when the log has one. Errors name file and line. */
 int sim_program_load_trace(const char *path, struct sim_program *p, char *err, size_t err_size);
-/* Reads a Checkmate node-link graph (either layout, see
- * ../shared/data/checkmate-graphs/README.md): nodes run in topological
+/* A graph (dtr/format/graph.h) as a program: nodes run in its topological
  * order, each value is released after its last use, sinks stay live. */
+int sim_program_from_graph(const struct fmt_graph *g, struct sim_program *p, char *err, size_t err_size);
+/* fmt_graph_read and sim_program_from_graph. */
 int sim_program_load_graph(const char *path, struct sim_program *p, char *err, size_t err_size);
 /* Either of the above, by looking at the file's first character. */
 int sim_program_load(const char *path, struct sim_program *p, char *err, size_t err_size);
@@ -200,40 +202,15 @@ int sweep_write_svg(const char *path, const struct sweep_row *rows, size_t n, ch
  * the planners.
  * ====================================================================== */
 
-/* A static graph with its node names, nodes indexed in topological order
- * (the same order as sim_program_load_graph: the graph's own `order` when
- * it has a valid one, else smallest file position first). */
-struct plan_graph {
-    char *path;
-    char *name;              /* the file's base name */
-    char sha256[65];         /* of the file's bytes, lower-case hex */
-    uint32_t n;
-    char **names;            /* "name" (Checkmate layout) or the id as text */
-    double *cost;            /* cost_cpu / duration */
-    uint64_t *bytes;         /* cost_ram / out_cost */
-    uint64_t *workspace;     /* workspace_ram (dtrexec export), 0 when absent */
-    uint64_t *kept;          /* kept_ram (dtrexec export): from the first run to the end, 0 when absent */
-    uint8_t *backward;       /* 1: a backward node ("backward": true) */
-    uint8_t *sink;           /* 1: no successor; a graph output, resident at the end */
-    uint64_t param_bytes;    /* sum of param_cost, resident throughout */
-    uint32_t *pred_at;       /* n + 1 offsets into preds (duplicates removed) */
-    uint32_t *preds;
-    uint32_t *succ_at;       /* n + 1 offsets into succs */
-    uint32_t *succs;
-    uint32_t n_edges;        /* distinct (pred, succ) pairs */
-};
-int plan_graph_load(const char *path, struct plan_graph *g, char *err, size_t err_size);
-void plan_graph_free(struct plan_graph *g);
-/* Node index by name, or -1. */
-int32_t plan_graph_find(const struct plan_graph *g, const char *name);
+/* Graphs are the graph JSON's in-memory form, struct fmt_graph
+ * (dtr/format/graph.h), nodes in the same topological order as
+ * sim_program_from_graph's calls. */
 /* Sum of every node's cost: the compute of one plain pass, the unit of
  * every overhead ratio. */
-double plan_graph_compute(const struct plan_graph *g);
+double plan_graph_compute(const struct fmt_graph *g);
 /* A lower bound of any schedule's peak: parameters + the largest
  * (inputs + output) of one node, and the outputs kept at the end. */
-uint64_t plan_graph_min_peak(const struct plan_graph *g);
-/* SHA-256 of a file as lower-case hex (65 bytes with the NUL). */
-int plan_file_sha256(const char *path, char hex[65], char *err, size_t err_size);
+uint64_t plan_graph_min_peak(const struct fmt_graph *g);
 
 /* A schedule: a straight list of run and free steps over node indices. */
 enum schedule_step_kind {
@@ -280,11 +257,11 @@ int schedule_push(struct schedule *s, enum schedule_step_kind kind, uint32_t nod
  * the graph's outputs are kept). Checks the format and node names against
  * g, and the graph's sha256 when the file gives one. Errors name the step
  * (and stage). Does not check residency or memory: see schedule_simulate. */
-int schedule_load(const char *path, const struct plan_graph *g, struct schedule *s, char *err, size_t err_size);
-int schedule_parse(const char *text, size_t len, const struct plan_graph *g, struct schedule *s, char *err,
+int schedule_load(const char *path, const struct fmt_graph *g, struct schedule *s, char *err, size_t err_size);
+int schedule_parse(const char *text, size_t len, const struct fmt_graph *g, struct schedule *s, char *err,
                    size_t err_size);
 /* Writes s in the steps form (consecutive frees as one {"free": [...]}). */
-int schedule_save(const char *path, const struct plan_graph *g, const struct schedule *s, char *err, size_t err_size);
+int schedule_save(const char *path, const struct fmt_graph *g, const struct schedule *s, char *err, size_t err_size);
 
 struct schedule_result {
     double baseline_compute; /* plan_graph_compute */
@@ -300,13 +277,13 @@ struct schedule_result {
  * not resident, every graph output resident at the end, and the peak
  * within budget_bytes (when not 0). Returns 0, or -1 with the first
  * violation and its step index in err (r is filled up to there). */
-int schedule_simulate(const struct plan_graph *g, const struct schedule *s, uint64_t budget_bytes,
+int schedule_simulate(const struct fmt_graph *g, const struct schedule *s, uint64_t budget_bytes,
                       struct schedule_result *r, char *err, size_t err_size);
 
 /* Frees of a list of runs: each value is freed right after its last read
  * before it is run again (or right after its run when nothing reads it),
  * graph outputs stay. Replaces s's steps. */
-int schedule_insert_frees(const struct plan_graph *g, struct schedule *s, char *err, size_t err_size);
+int schedule_insert_frees(const struct fmt_graph *g, struct schedule *s, char *err, size_t err_size);
 
 /* Planners. Each makes a schedule of g within budget_bytes (0: none) or
  * returns PLAN_INFEASIBLE with the reason in err. */
@@ -337,11 +314,11 @@ struct plan_options {
     const struct schedule *start;
 };
 void plan_options_default(struct plan_options *o);
-enum plan_status plan_make(const struct plan_graph *g, enum plan_solver solver, uint64_t budget_bytes,
+enum plan_status plan_make(const struct fmt_graph *g, enum plan_solver solver, uint64_t budget_bytes,
                            const struct plan_options *o, struct schedule *out, char *err, size_t err_size);
 /* Checkmate's MILP (or its LP relaxation with rounding), solved by HiGHS
  * through bench/solvers/milp_highs.py (python3 and highspy). */
-enum plan_status plan_checkmate(const struct plan_graph *g, uint64_t budget_bytes, int relax,
+enum plan_status plan_checkmate(const struct fmt_graph *g, uint64_t budget_bytes, int relax,
                                 const struct plan_options *o, struct schedule *out, char *err, size_t err_size);
 /* Interrupts (the library installs no signal handlers): a caller that
  * wants a signal to stop a running solver installs its own handler (without
@@ -357,7 +334,7 @@ void plan_interrupt_clear(void);
  * t) to a schedule: R by Checkmate's closure (each stage computes its own
  * node, what the next stage keeps and is not kept now, and every missing
  * input of those), then runs in stage order and frees after last use. */
-int plan_schedule_from_s(const struct plan_graph *g, const uint8_t *S, struct schedule *out, char *err,
+int plan_schedule_from_s(const struct fmt_graph *g, const uint8_t *S, struct schedule *out, char *err,
                          size_t err_size);
 
 /* DTR's simulated run on a graph as a static schedule (dtr/sim/sim_schedule.c).
@@ -366,14 +343,14 @@ int plan_schedule_from_s(const struct plan_graph *g, const uint8_t *S, struct sc
  * every free in order, in the steps form; r as sim_run's. Fails (-1) when p
  * is not g's program or the replay errs; a replay that ends in OOM or
  * remat_exceeded gives r's outcome and the schedule up to there. */
-int sim_schedule_record(const struct plan_graph *g, const struct sim_program *p, const struct sim_baseline *b,
+int sim_schedule_record(const struct fmt_graph *g, const struct sim_program *p, const struct sim_baseline *b,
                         const struct sim_options *o, struct sim_result *r, struct schedule *out, char *err,
                         size_t err_size);
 /* The per-step workspace and kept bytes of g's nodes for p's calls
  * (sim_options.step_workspace / step_kept: DTR then counts memory as the
  * planners do, so its recorded schedule fits the same budget). Both arrays
  * malloc'd, n_steps long; -1 when p is not g's program. */
-int sim_schedule_planners_memory(const struct plan_graph *g, const struct sim_program *p, uint64_t **workspace,
+int sim_schedule_planners_memory(const struct fmt_graph *g, const struct sim_program *p, uint64_t **workspace,
                                  uint64_t **kept, char *err, size_t err_size);
 /* A steps schedule whose first runs come in node order (as DTR's on a
  * graph) mapped to Checkmate's stages: stage t ends with node t's first
@@ -382,7 +359,7 @@ int sim_schedule_planners_memory(const struct plan_graph *g, const struct sim_pr
  * plan_schedule_from_s (R by Checkmate's closure, runs in node order within
  * a stage, frees after last use), so recomputations DTR made before node
  * t's first run land in stage t. The peak can differ from the original's. */
-int sim_schedule_to_stages(const struct plan_graph *g, const struct schedule *s, struct schedule *out, char *err,
+int sim_schedule_to_stages(const struct fmt_graph *g, const struct schedule *s, struct schedule *out, char *err,
                            size_t err_size);
 /* The cheapest staged DTR schedule within budget_bytes that fits(ctx, sc)
  * accepts: DTR (dtr-eq, dtr; no remat limit) replayed at a few budgets at
@@ -391,7 +368,7 @@ int sim_schedule_to_stages(const struct plan_graph *g, const struct schedule *s,
  * accounting (sim_schedule_planners_memory). PLAN_OK with it in *out (its compute
  * in *cost, "dtr-eq@0.96" in label: heuristic and budget factor), or
  * PLAN_INFEASIBLE. A MIP start for Checkmate's MILP (milp.c). */
-enum plan_status sim_schedule_start(const struct plan_graph *g, uint64_t budget_bytes,
+enum plan_status sim_schedule_start(const struct fmt_graph *g, uint64_t budget_bytes,
                                     int (*fits)(void *ctx, const struct schedule *sc), void *ctx,
                                     struct schedule *out, double *cost, char *label, size_t label_size);
 

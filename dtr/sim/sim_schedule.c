@@ -35,7 +35,7 @@ static void on_free(void *ctx, uint32_t step)
 /* step_node[i]: the graph node of program step i (UINT32_MAX: not a
  * call). The program's k-th call is the graph's node k: both take the same
  * topological order (bench.h); checked by cost and size. */
-static uint32_t *map_steps(const struct plan_graph *g, const struct sim_program *p, char *err, size_t err_size)
+static uint32_t *map_steps(const struct fmt_graph *g, const struct sim_program *p, char *err, size_t err_size)
 {
     uint32_t *step_node = malloc(((size_t)p->n_steps + 1) * sizeof *step_node);
     if (!step_node) {
@@ -64,7 +64,7 @@ static uint32_t *map_steps(const struct plan_graph *g, const struct sim_program 
     return step_node;
 }
 
-int sim_schedule_planners_memory(const struct plan_graph *g, const struct sim_program *p, uint64_t **workspace,
+int sim_schedule_planners_memory(const struct fmt_graph *g, const struct sim_program *p, uint64_t **workspace,
                                  uint64_t **kept, char *err, size_t err_size)
 {
     uint32_t *step_node = map_steps(g, p, err, err_size);
@@ -88,7 +88,7 @@ int sim_schedule_planners_memory(const struct plan_graph *g, const struct sim_pr
     return 0;
 }
 
-int sim_schedule_record(const struct plan_graph *g, const struct sim_program *p, const struct sim_baseline *b,
+int sim_schedule_record(const struct fmt_graph *g, const struct sim_program *p, const struct sim_baseline *b,
                         const struct sim_options *o, struct sim_result *r, struct schedule *out, char *err,
                         size_t err_size)
 {
@@ -115,7 +115,7 @@ int sim_schedule_record(const struct plan_graph *g, const struct sim_program *p,
     return 0;
 }
 
-int sim_schedule_to_stages(const struct plan_graph *g, const struct schedule *s, struct schedule *out, char *err,
+int sim_schedule_to_stages(const struct fmt_graph *g, const struct schedule *s, struct schedule *out, char *err,
                            size_t err_size)
 {
     uint32_t T = g->n, n = s->n_steps;
@@ -198,7 +198,7 @@ out:
     return rc;
 }
 
-enum plan_status sim_schedule_start(const struct plan_graph *g, uint64_t budget_bytes,
+enum plan_status sim_schedule_start(const struct fmt_graph *g, uint64_t budget_bytes,
                                     int (*fits)(void *ctx, const struct schedule *sc), void *ctx,
                                     struct schedule *out, double *cost, char *label, size_t label_size)
 {
@@ -211,7 +211,7 @@ enum plan_status sim_schedule_start(const struct plan_graph *g, uint64_t budget_
     char err[600];
     enum plan_status rc = PLAN_INFEASIBLE;
     *cost = INFINITY;
-    if (!budget_bytes || !g->path || sim_program_load_graph(g->path, &p, err, sizeof err))
+    if (!budget_bytes || sim_program_from_graph(g, &p, err, sizeof err))
         return PLAN_INFEASIBLE;
     uint64_t *ws = NULL, *kept = NULL;
     if (sim_baseline_run(&p, &b, err, sizeof err) || sim_schedule_planners_memory(g, &p, &ws, &kept, err, sizeof err)) {

@@ -1,6 +1,6 @@
 /* tests/fuzz/fuzz_graph.c — the interchange readers and what runs behind
  * them: the same bytes as a DTR op log or Checkmate graph
- * (sim_program_load), as a planner graph (plan_graph_load), and as a
+ * (sim_program_load), as a planner graph (fmt_graph_read), and as a
  * schedule for a fixed three-node chain (schedule_parse). What loads as a
  * program is simulated unbudgeted and at half its peak with the DTR
  * heuristic; a passing run must stay within its budget. */
@@ -45,20 +45,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     else
         FUZZ_REQUIRE(err[0]);
     sim_program_free(&p);
-    struct plan_graph g;
+    struct fmt_graph g;
     memset(&g, 0, sizeof g);
     err[0] = 0;
-    if (plan_graph_load(f.path, &g, err, sizeof err) == 0)
+    if (fmt_graph_read(f.path, &g, err, sizeof err) == 0)
         FUZZ_REQUIRE(g.n > 0);
     else
         FUZZ_REQUIRE(err[0]);
-    plan_graph_free(&g);
+    fmt_graph_free(&g);
     fuzz_file_close(&f);
     struct fuzz_file cf;
     if (fuzz_file_open(&cf, (const uint8_t *)chain, sizeof chain - 1))
         return 0;
     memset(&g, 0, sizeof g);
-    if (plan_graph_load(cf.path, &g, err, sizeof err) == 0) {
+    if (fmt_graph_read(cf.path, &g, err, sizeof err) == 0) {
         struct schedule s;
         memset(&s, 0, sizeof s);
         err[0] = 0;
@@ -66,7 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_REQUIRE(err[0]);
         schedule_free(&s);
     }
-    plan_graph_free(&g);
+    fmt_graph_free(&g);
     fuzz_file_close(&cf);
     return 0;
 }
