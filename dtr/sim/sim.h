@@ -18,6 +18,7 @@
 
 #include "dtr/dtr.h"
 #include "dtr/format/graph.h"
+#include "dtr/format/trace.h"
 
 /* Text helpers shared by the CSV and SVG writers (plot.c): XML-escaped text,
  * a CSV field quoted when it must be, a round axis step for a range. */
@@ -65,8 +66,11 @@ struct sim_program {
     uint32_t ignored_releases;   /* RELEASE of names never defined (ignored, as simrd does) */
 };
 
-/* Reads a DTR op log (JSON lines; see DESIGN.md "Trace"). Replay starts
- * after ANNOTATE START when the log has one. Errors name file and line. */
+/* A DTR op log (dtr/format/trace.h) as a program. Replay starts after
+ * ANNOTATE START when the log has one. Errors name the file (path) and
+ * line. sim_program_load_trace: fmt_trace_read, then this. */
+int sim_program_from_trace(const struct fmt_trace *t, const char *path, struct sim_program *p, char *err,
+                           size_t err_size);
 int sim_program_load_trace(const char *path, struct sim_program *p, char *err, size_t err_size);
 /* A graph (dtr/format/graph.h) as a program: nodes run in its topological
  * order, each value is released after its last use, sinks stay live. */
