@@ -11,6 +11,8 @@
 
 #include "dtr/format/graph.h"
 #include "dtr/format/json.h"
+#include "dtr/format/schedule.h"
+#include "dtr/format/stats.h"
 #include "dtr/format/trace.h"
 #include "tests/testutil.h"
 
@@ -282,6 +284,174 @@ START_TEST(test_graph_write_reads_back)
 }
 END_TEST
 
+/* ---- schedule ---- */
+
+#define TOY "{\"nodes\": [{\"id\": 0, \"name\": \"a\", \"cost_cpu\": 1, \"cost_ram\": 8}, " \
+            "{\"id\": 1, \"name\": \"b\", \"cost_cpu\": 2, \"cost_ram\": 8}], " \
+            "\"links\": [{\"source\": 0, \"target\": 1}]}"
+#define HEAD "{\"format\": \"dtrexec-schedule\", \"version\": 1, "
+#define STEPS "\"steps\": [{\"run\": \"a\"}, {\"run\": \"b\"}, {\"free\": [\"a\"]}]"
+
+static void schedule_rejects(const struct fmt_graph *g, const char *middle, const char *want)
+{
+    char text[1024], err[512];
+    snprintf(text, sizeof text, HEAD "%s" STEPS "}", middle);
+    struct schedule s;
+    ck_assert_msg(schedule_parse(text, strlen(text), g, &s, err, sizeof err) == -1, "accepted: %s", text);
+    ck_assert_msg(strstr(err, want), "error '%s' lacks '%s'", err, want);
+    ck_assert_uint_eq(s.n_steps, 0);
+}
+
+START_TEST(test_schedule_checks)
+{
+    char err[512];
+    struct fmt_graph g;
+    ck_assert_msg(fmt_graph_read(write_tmp("toy.json", TOY), &g, err, sizeof err) == 0, "%s", err);
+    schedule_rejects(&g, "\"budget_bytes\": -1, ", "\"budget_bytes\" must be an integer from 0 to 2^62");
+    schedule_rejects(&g, "\"budget_bytes\": 1e300, ", "\"budget_bytes\"");
+    schedule_rejects(&g, "\"budget_bytes\": 4611686018427387905, ", "\"budget_bytes\"");
+    schedule_rejects(&g, "\"budget_bytes\": 10.5, ", "\"budget_bytes\"");
+    schedule_rejects(&g, "\"solver\": {\"seconds\": -2}, ", "\"solver\": \"seconds\" must be a finite non-negative");
+    schedule_rejects(&g, "\"solver\": {\"time_limit\": \"inf\"}, ", "\"time_limit\" must be a finite");
+    schedule_rejects(&g, "\"solver\": {\"gap\": \"big\"}, ", "\"gap\" must be a finite number");
+    schedule_rejects(&g, "\"solver\": {\"objective\": 1e999}, ", "\"objective\"");
+    schedule_rejects(&g, "\"solver\": {\"name\": 3}, ", "\"name\" must be a string");
+    schedule_rejects(&g, "\"solver\": [], ", "\"solver\" must be an object");
+    schedule_rejects(&g, "\"graph\": {\"sha256\": \"00\"}, ", "made for another graph");
+    schedule_rejects(&g, "\"graph\": {\"file\": 7}, ", "\"graph\" must be");
+    const char *bad_step = HEAD "\"steps\": [{\"run\": \"a\"}, {\"run\": \"zz\"}]}";
+    struct schedule s;
+    ck_assert_int_eq(schedule_parse(bad_step, strlen(bad_step), &g, &s, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "step 1: runs 'zz', which is no node of toy.json"), "%s", err);
+    /* null figures are absent ones (the writer's NaN) */
+    const char *ok = HEAD "\"budget_bytes\": null, \"solver\": {\"gap\": null}, " STEPS "}";
+    ck_assert_msg(schedule_parse(ok, strlen(ok), &g, &s, err, sizeof err) == 0, "%s", err);
+    ck_assert(isnan(s.solver.gap));
+    schedule_free(&s);
+    fmt_graph_free(&g);
+}
+END_TEST
+
+/* Written and read back: steps, budget, every solver field; the graph
+ * file read before the graph (what `dtrexec --plan` does). */
+START_TEST(test_schedule_write_reads_back)
+{
+    char err[512], file[256];
+    struct fmt_graph g;
+    ck_assert_msg(fmt_graph_read(write_tmp("toy.json", TOY), &g, err, sizeof err) == 0, "%s", err);
+    struct schedule s, t;
+    schedule_init(&s);
+    ck_assert_int_eq(schedule_push(&s, SCHEDULE_RUN, 0, 0), 0);
+    ck_assert_int_eq(schedule_push(&s, SCHEDULE_RUN, 1, 0), 0);
+    ck_assert_int_eq(schedule_push(&s, SCHEDULE_FREE, 0, 0), 0);
+    ck_assert_int_eq(schedule_push(&s, SCHEDULE_RUN, 0, 1), 0);
+    s.budget_bytes = 24;
+    snprintf(s.solver.name, sizeof s.solver.name, "checkmate-milp");
+    snprintf(s.solver.status, sizeof s.solver.status, "optimal");
+    snprintf(s.solver.backend, sizeof s.solver.backend, "highs");
+    s.solver.seconds = 0.25;
+    s.solver.solve_seconds = 0.125;
+    s.solver.objective = 4;
+    s.solver.bound = 3.5;
+    s.solver.gap = 0.125;
+    s.solver.time_limit = 60;
+    const char *path = tmp_path("s.json");
+    ck_assert_msg(schedule_save(path, &g, &s, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(schedule_read_graph_file(path, file, sizeof file, err, sizeof err) == 0, "%s", err);
+    ck_assert_str_eq(file, "toy.json");
+    ck_assert_msg(schedule_load(path, &g, &t, err, sizeof err) == 0, "%s", err);
+    ck_assert_uint_eq(t.n_steps, s.n_steps);
+    for (uint32_t i = 0; i < s.n_steps; i++) {
+        ck_assert_int_eq(t.steps[i].kind, s.steps[i].kind);
+        ck_assert_uint_eq(t.steps[i].node, s.steps[i].node);
+        ck_assert_int_eq(t.steps[i].recompute, s.steps[i].recompute);
+    }
+    ck_assert_uint_eq(t.budget_bytes, 24);
+    ck_assert_str_eq(t.graph_sha256, g.sha256);
+    ck_assert_str_eq(t.solver.name, "checkmate-milp");
+    ck_assert_str_eq(t.solver.status, "optimal");
+    ck_assert_str_eq(t.solver.backend, "highs");
+    ck_assert_double_eq(t.solver.seconds, 0.25);
+    ck_assert_double_eq(t.solver.solve_seconds, 0.125);
+    ck_assert_double_eq(t.solver.objective, 4);
+    ck_assert_double_eq(t.solver.bound, 3.5);
+    ck_assert_double_eq(t.solver.gap, 0.125);
+    ck_assert_double_eq(t.solver.time_limit, 60);
+    schedule_free(&t);
+    schedule_free(&s);
+    /* a schedule that is not one is refused before any graph is read */
+    ck_assert_int_eq(schedule_read_graph_file(write_tmp("x.json", "{\"format\": \"other\"}"), file, sizeof file, err,
+                                              sizeof err), -1);
+    ck_assert_msg(strstr(err, "x.json: \"format\" must be"), "%s", err);
+    fmt_graph_free(&g);
+}
+END_TEST
+
+/* ---- stats ---- */
+
+/* Everything the writer writes reads back; non-finite figures as null. */
+START_TEST(test_stats_write_reads_back)
+{
+    double secs[] = { 0.5, 0.25, INFINITY }, losses[] = { 2.5, 1.25, 0.75 };
+    long long dims[] = { 3, 7, 4, 8, 5, 9 };
+    char *names[] = { "seq", "batch" };
+    struct fmt_stats s = {
+        .peak_bytes = 1ull << 40, .budget_bytes = 1000, .pinned_bytes = 64, .baseline_compute = 1e12,
+        .total_compute = 1.5e12, .remat_compute = NAN, .evictions = 3, .window_evictions = 1, .compactions = 2,
+        .compaction_bytes = 4096, .remats = 5, .view_remats = 1, .op_calls = 99, .dtr_overhead_seconds = 0.01,
+        .compaction_seconds = 0.002, .runs = 3, .step_seconds = secs, .n_dims = 2, .dim_names = names,
+        .step_dims = dims, .dim_steps = 3, .train = 1, .losses = losses, .nonfinite_step = 4,
+    };
+    snprintf(s.device, sizeof s.device, "cpu");
+    snprintf(s.heuristic, sizeof s.heuristic, "dtr-eq");
+    snprintf(s.dealloc, sizeof s.dealloc, "eager");
+    const char *path = tmp_path("stats.json");
+    FILE *f = fopen(path, "w");
+    ck_assert_int_eq(fmt_stats_write(f, &s), 0);
+    fclose(f);
+    char err[512];
+    struct json_value v;
+    ck_assert_msg(json_parse_file(path, &v, err, sizeof err) == 0, "%s", err);   /* JSON: no inf or nan */
+    json_free(&v);
+    struct fmt_stats t;
+    ck_assert_msg(fmt_stats_read(path, &t, err, sizeof err) == 0, "%s", err);
+    ck_assert_str_eq(t.device, "cpu");
+    ck_assert_str_eq(t.heuristic, "dtr-eq");
+    ck_assert_str_eq(t.dealloc, "eager");
+    ck_assert_uint_eq(t.peak_bytes, 1ull << 40);
+    ck_assert_uint_eq(t.budget_bytes, 1000);
+    ck_assert_double_eq(t.total_compute, 1.5e12);
+    ck_assert(isnan(t.remat_compute));
+    ck_assert_int_eq(t.op_calls, 99);
+    ck_assert_int_eq(t.runs, 3);
+    ck_assert_double_eq(t.step_seconds[1], 0.25);
+    ck_assert(isnan(t.step_seconds[2]));
+    ck_assert_int_eq(t.n_dims, 2);
+    ck_assert_str_eq(t.dim_names[1], "batch");
+    ck_assert_int_eq(t.step_dims[5], 9);
+    ck_assert_int_eq(t.train, 1);
+    ck_assert_double_eq(t.losses[2], 0.75);
+    ck_assert(isnan(t.losses[3]));   /* the step that stopped the run */
+    ck_assert_int_eq(t.nonfinite_step, 4);
+    fmt_stats_free(&t);
+    /* unbudgeted, inference: heuristic null, no loss */
+    s.heuristic[0] = 0;
+    s.train = 0;
+    s.n_dims = 0;
+    f = fopen(path, "w");
+    ck_assert_int_eq(fmt_stats_write(f, &s), 0);
+    fclose(f);
+    ck_assert_msg(fmt_stats_read(path, &t, err, sizeof err) == 0, "%s", err);
+    ck_assert_str_eq(t.heuristic, "");
+    ck_assert_int_eq(t.train, 0);
+    ck_assert_ptr_null(t.losses);
+    fmt_stats_free(&t);
+    ck_assert_int_eq(fmt_stats_read(write_tmp("bad.json", "{\"device\": \"cpu\", \"heuristic\": null, "
+                                                           "\"peak_bytes\": -5}"), &t, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "\"peak_bytes\" must be a non-negative integer"), "%s", err);
+}
+END_TEST
+
 int main(void)
 {
     /* made here, so that the forked test processes share it */
@@ -295,6 +465,9 @@ int main(void)
     tcase_add_test(tc, test_trace_write_reads_back);
     tcase_add_test(tc, test_graph_checks);
     tcase_add_test(tc, test_graph_write_reads_back);
+    tcase_add_test(tc, test_schedule_checks);
+    tcase_add_test(tc, test_schedule_write_reads_back);
+    tcase_add_test(tc, test_stats_write_reads_back);
     int rc = testutil_run(s);
     testutil_remove_dir(tmpdir);
     return rc;

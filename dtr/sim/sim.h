@@ -19,6 +19,7 @@
 #include "dtr/dtr.h"
 #include "dtr/format/graph.h"
 #include "dtr/format/trace.h"
+#include "dtr/format/schedule.h"
 
 /* Text helpers shared by the CSV and SVG writers (plot.c): XML-escaped text,
  * a CSV field quoted when it must be, a round axis step for a range. */
@@ -216,56 +217,8 @@ double plan_graph_compute(const struct fmt_graph *g);
  * (inputs + output) of one node, and the outputs kept at the end. */
 uint64_t plan_graph_min_peak(const struct fmt_graph *g);
 
-/* A schedule: a straight list of run and free steps over node indices. */
-enum schedule_step_kind {
-    SCHEDULE_RUN = 0,
-    SCHEDULE_FREE,
-};
-struct schedule_step {
-    uint8_t kind;
-    uint8_t recompute;       /* runs: the file said "recompute": true (informative) */
-    uint32_t node;
-    uint32_t src;            /* index of the step in the file (a free of k names is k steps) */
-    int32_t stage;           /* stages form: its stage, else -1 */
-};
-struct schedule_solver {
-    char name[48];           /* "checkpoint-all", "checkmate-milp", ... */
-    char status[32];         /* "optimal", "time_limit", "rounded", "heuristic" ... */
-    double seconds;          /* planning time, solver included */
-    double solve_seconds;    /* the MILP/LP solver's own time; NaN when none */
-    double objective;        /* the solver's objective (cost units); NaN when none */
-    double bound;            /* its best lower bound; NaN when none */
-    double gap;              /* (objective - bound) / objective; NaN when none */
-    double time_limit;       /* seconds; 0 none */
-    char backend[32];        /* "highs", "" */
-};
-struct schedule {
-    struct schedule_step *steps;
-    uint32_t n_steps, cap_steps;
-    uint64_t budget_bytes;   /* 0: none given */
-    char graph_file[256];    /* "graph": {"file"}: informative */
-    char graph_sha256[65];   /* "" when absent */
-    struct schedule_solver solver;
-};
-void schedule_init(struct schedule *s);
-void schedule_free(struct schedule *s);
-/* A deep copy of s (steps and all) in *out; -1 out of memory. */
-int schedule_copy(const struct schedule *s, struct schedule *out);
-int schedule_push(struct schedule *s, enum schedule_step_kind kind, uint32_t node, int recompute);
-
-/* Reads a schedule file (DESIGN.md "Schedule": the steps form or the
- * stages form, which is lowered to steps: stage t runs its R nodes in
- * topological order; a value is freed after its last use in stage t when
- * the next stage does not keep it (S), at the start of stage t when it is
- * kept into t but neither used in t nor kept after it; in the last stage
- * the graph's outputs are kept). Checks the format and node names against
- * g, and the graph's sha256 when the file gives one. Errors name the step
- * (and stage). Does not check residency or memory: see schedule_simulate. */
-int schedule_load(const char *path, const struct fmt_graph *g, struct schedule *s, char *err, size_t err_size);
-int schedule_parse(const char *text, size_t len, const struct fmt_graph *g, struct schedule *s, char *err,
-                   size_t err_size);
-/* Writes s in the steps form (consecutive frees as one {"free": [...]}). */
-int schedule_save(const char *path, const struct fmt_graph *g, const struct schedule *s, char *err, size_t err_size);
+/* Schedules are the schedule format's in-memory form, struct schedule
+ * (dtr/format/schedule.h: reading, writing). */
 
 struct schedule_result {
     double baseline_compute; /* plan_graph_compute */
