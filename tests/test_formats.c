@@ -1,7 +1,9 @@
 /* The interchange formats (dtr/format/): each reader's checks, with the
  * field named in the message; each writer read back to the same in-memory
  * form; the trace reader's fast path against the general JSON parser. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
