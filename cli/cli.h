@@ -50,4 +50,9 @@ struct dtrx_param_info;
 /* Warns on stderr about each pattern of the list that names no initializer. */
 void cli_patterns_warn_unmatched(const char *option, const char *patterns, const struct dtrx_param_info *p, int n);
 
+/* While a planner may run an external solver (cli/solver_signals.c):
+ * SIGINT/SIGTERM/SIGHUP stop the solver and then dtrexec, by that signal. */
+void cli_solver_signals_begin(void);
+void cli_solver_signals_end(void);
+
 #endif

@@ -1,5 +1,5 @@
 /* cli/cmd_bench.c — `dtrexec bench TRACE|GRAPH...`: budget sweeps in the
- * simulator, written as CSV and as an SVG plot (bench/sweep.c, plot.c);
+ * simulator, written as CSV and as an SVG plot (dtr/sim/sweep.c, plot.c);
  * with --solvers, on graphs, DTR heuristics against static planners at
  * the same budgets (bench/planners*.c). */
 #define _POSIX_C_SOURCE 200809L
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "bench/bench.h"
+#include "dtr/sim/sim.h"
 #include "cli/cli.h"
 
 static void bench_usage(FILE *f)
@@ -61,7 +61,7 @@ static int bench_compare(struct sim_program *progs, const char **paths, int n_pa
     char err[600];
     size_t cap = (size_t)n_paths * n_ratios * (n_hs + n_solvers) + 1, n = 0;
     struct compare_row *rows = calloc(cap, sizeof *rows);
-    struct plan_graph *graphs = calloc(n_paths, sizeof *graphs);
+    struct fmt_graph *graphs = calloc(n_paths, sizeof *graphs);
     int loaded = 0, rc = CLI_EXIT_OK;
     if (!rows || !graphs) {
         free(rows);
@@ -69,7 +69,7 @@ static int bench_compare(struct sim_program *progs, const char **paths, int n_pa
         return CLI_EXIT_INTERNAL;
     }
     for (; loaded < n_paths; loaded++)
-        if (plan_graph_load(paths[loaded], &graphs[loaded], err, sizeof err)) {
+        if (fmt_graph_read(paths[loaded], &graphs[loaded], err, sizeof err)) {
             fprintf(stderr, "dtrexec bench: --solvers needs graphs: %s\n", err);
             rc = CLI_EXIT_USAGE;
             goto out;
@@ -118,7 +118,9 @@ static int bench_compare(struct sim_program *progs, const char **paths, int n_pa
                 row->ratio = ratios[r];
                 row->budget_bytes = budget;
                 row->gap = NAN;
+                cli_solver_signals_begin();
                 enum plan_status st = plan_make(&graphs[p], solvers[k], budget, po, &s, err, sizeof err);
+                cli_solver_signals_end();   /* a signal that stopped the solver ends dtrexec */
                 if (st == PLAN_ERROR) {
                     fprintf(stderr, "dtrexec bench: %s, %s at %g: %s\n", graphs[p].name, row->method, ratios[r], err);
                     rc = CLI_EXIT_INTERNAL;
@@ -175,7 +177,7 @@ static int bench_compare(struct sim_program *progs, const char **paths, int n_pa
     }
 out:
     for (int i = 0; i < loaded; i++)
-        plan_graph_free(&graphs[i]);
+        fmt_graph_free(&graphs[i]);
     free(graphs);
     free(rows);
     return rc;

@@ -1,12 +1,12 @@
 /* cli/cmd_plan.c — `dtrexec plan GRAPH --solver S --budget B -o SCHEDULE.json`:
- * a static checkpointing schedule of a graph (bench/planners.c, milp.c). */
+ * a static checkpointing schedule of a graph (dtr/sim/planners.c, milp.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/bench.h"
-#include "bench/json.h"
+#include "dtr/sim/sim.h"
+#include "dtr/format/json.h"
 #include "cli/cli.h"
 
 int cli_sim_parse_budget(const char *text, double *ratio, uint64_t *bytes);
@@ -34,7 +34,7 @@ static void plan_usage(FILE *f)
 
 /* --start FILE: read and checked against g (exit 1 on any problem), in
  * Checkmate's stages, and within the budget. */
-static int load_start(const char *path, const struct plan_graph *g, uint64_t budget, struct schedule *out)
+static int load_start(const char *path, const struct fmt_graph *g, uint64_t budget, struct schedule *out)
 {
     char err[600];
     struct schedule s;
@@ -130,8 +130,8 @@ int cmd_plan(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     char err[600];
-    struct plan_graph g;
-    if (plan_graph_load(path, &g, err, sizeof err)) {
+    struct fmt_graph g;
+    if (fmt_graph_read(path, &g, err, sizeof err)) {
         fprintf(stderr, "dtrexec plan: %s\n", err);
         return CLI_EXIT_USAGE;
     }
@@ -146,7 +146,7 @@ int cmd_plan(int argc, char **argv)
         schedule_simulate(&g, &all, 0, &base, err, sizeof err)) {
         fprintf(stderr, "dtrexec plan: %s: %s\n", path, err);
         schedule_free(&all);
-        plan_graph_free(&g);
+        fmt_graph_free(&g);
         return CLI_EXIT_INTERNAL;
     }
     schedule_free(&all);
@@ -155,7 +155,7 @@ int cmd_plan(int argc, char **argv)
         if (cli_sim_parse_budget(budget_text, &ratio, &budget)) {
             fprintf(stderr, "dtrexec plan: --budget '%s' is not " CLI_SIZE_RANGE " (or a bare ratio below 16)\n",
                     budget_text);
-            plan_graph_free(&g);
+            fmt_graph_free(&g);
             return CLI_EXIT_USAGE;
         }
         if (ratio > 0) {
@@ -163,7 +163,7 @@ int cmd_plan(int argc, char **argv)
             if (!(b >= 1) || b > CLI_SIZE_MAX) {
                 fprintf(stderr, "dtrexec plan: --budget %s of checkpoint-all's peak %llu bytes is %.17g bytes, outside "
                                 "1 byte to 2^62 bytes\n", budget_text, (unsigned long long)base.peak_bytes, b);
-                plan_graph_free(&g);
+                fmt_graph_free(&g);
                 return CLI_EXIT_USAGE;
             }
             budget = (uint64_t)b;
@@ -176,7 +176,9 @@ int cmd_plan(int argc, char **argv)
         goto out;
     }
     o.start = start_path ? &start : NULL;
+    cli_solver_signals_begin();
     enum plan_status st = plan_make(&g, solver, budget, &o, &s, err, sizeof err);
+    cli_solver_signals_end();   /* ends dtrexec by the signal when one stopped the solver */
     if (st == PLAN_INFEASIBLE) {
         fprintf(stderr, "dtrexec plan: %s, %s at %llu bytes: %s\n", g.name, plan_solver_name(solver),
                 (unsigned long long)budget, err);
@@ -242,6 +244,6 @@ int cmd_plan(int argc, char **argv)
 out:
     schedule_free(&start);
     schedule_free(&s);
-    plan_graph_free(&g);
+    fmt_graph_free(&g);
     return rc;
 }

@@ -11,7 +11,8 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "bench/bench.h"
+#include "dtr/format/stats.h"
+#include "dtr/sim/sim.h"
 #include "onnx/onnx.h"
 #include "runtime/dtrexec.h"
 
@@ -441,15 +442,7 @@ static int write_outputs(struct dtrx_session *s, const char *dir)
     return 0;
 }
 
-/* A JSON number; NaN and infinities, which JSON lacks, as null. */
-static void json_number(FILE *f, const char *sep, double v, int digits)
-{
-    if (isfinite(v))
-        fprintf(f, "%s%.*g", sep, digits, v);
-    else
-        fprintf(f, "%snull", sep);
-}
-
+/* --stats FILE: the statistics in the stats format (dtr/format/stats.h). */
 static int write_stats(struct dtrx_session *s, const struct run_args *a)
 {
     FILE *f = fopen(a->stats_path, "w");
@@ -459,55 +452,27 @@ static int write_stats(struct dtrx_session *s, const struct run_args *a)
     }
     struct dtrx_stats st;
     dtrx_session_stats(s, &st);
-    fprintf(f, "{\n  \"device\": \"%s\",\n", a->device);
-    if (st.budget_bytes)
-        fprintf(f, "  \"heuristic\": \"%s\",\n  \"dealloc\": \"%s\",\n", a->heuristic ? a->heuristic : "dtr",
-                a->dealloc ? a->dealloc : "eager");
-    else
-        fprintf(f, "  \"heuristic\": null,\n");
-    fprintf(f, "  \"peak_bytes\": %zu,\n  \"budget_bytes\": %zu,\n  \"pinned_bytes\": %zu,\n",
-            st.peak_bytes, st.budget_bytes, st.pinned_bytes);
-    json_number(f, "  \"baseline_compute\": ", st.baseline_compute, 17);
-    json_number(f, ",\n  \"total_compute\": ", st.total_compute, 17);
-    json_number(f, ",\n  \"remat_compute\": ", st.remat_compute, 17);
-    fprintf(f, ",\n");
-    fprintf(f, "  \"evictions\": %lld,\n  \"window_evictions\": %lld,\n  \"compactions\": %lld,\n",
-            st.evictions, st.window_evictions, st.compactions);
-    json_number(f, "  \"compaction_bytes\": ", st.compaction_bytes, 17);
-    fprintf(f, ",\n  \"remats\": %lld,\n  \"view_remats\": %lld,\n  \"op_calls\": %lld,\n",
-            st.remats, st.view_remats, st.op_calls);
-    json_number(f, "  \"dtr_overhead_seconds\": ", st.dtr_overhead_seconds, 9);
-    json_number(f, ",\n  \"compaction_seconds\": ", st.compaction_seconds, 9);
-    fprintf(f, ",\n  \"step_seconds\": [");
-    for (int i = 0; i < st.runs; i++)
-        json_number(f, i ? ", " : "", st.step_seconds[i], 9);
-    fprintf(f, "]");
+    struct fmt_stats out = {
+        .peak_bytes = st.peak_bytes, .budget_bytes = st.budget_bytes, .pinned_bytes = st.pinned_bytes,
+        .baseline_compute = st.baseline_compute, .total_compute = st.total_compute,
+        .remat_compute = st.remat_compute, .evictions = st.evictions, .window_evictions = st.window_evictions,
+        .compactions = st.compactions, .compaction_bytes = st.compaction_bytes, .remats = st.remats,
+        .view_remats = st.view_remats, .op_calls = st.op_calls, .dtr_overhead_seconds = st.dtr_overhead_seconds,
+        .compaction_seconds = st.compaction_seconds, .runs = st.runs, .step_seconds = st.step_seconds,
+        .train = a->train, .losses = st.losses, .nonfinite_step = a->nonfinite_step,
+    };
+    snprintf(out.device, sizeof out.device, "%s", a->device);
+    if (st.budget_bytes) {
+        snprintf(out.heuristic, sizeof out.heuristic, "%s", a->heuristic ? a->heuristic : "dtr");
+        snprintf(out.dealloc, sizeof out.dealloc, "%s", a->dealloc ? a->dealloc : "eager");
+    }
     if (a->fresh && a->step_dims && a->n_dims) {
-        fprintf(f, ",\n  \"step_dims\": [");
-        for (int k = 0; k < st.runs && k < a->steps; k++) {
-            fprintf(f, "%s{", k ? ", " : "");
-            for (int i = 0; i < a->n_dims; i++)
-                fprintf(f, "%s\"%s\": %lld", i ? ", " : "", a->dim_names[i],
-                        a->step_dims[(size_t)k * (size_t)a->n_dims + (size_t)i]);
-            fprintf(f, "}");
-        }
-        fprintf(f, "]");
+        out.n_dims = a->n_dims;
+        out.dim_names = (char **)a->dim_names;
+        out.step_dims = a->step_dims;
+        out.dim_steps = st.runs < a->steps ? st.runs : a->steps;
     }
-    if (a->train) {
-        fprintf(f, ",\n  \"loss\": [");
-        for (int i = 0; i < st.runs; i++)
-            json_number(f, i ? ", " : "", st.losses[i], 9);
-        /* The step that stopped the run is not recorded: its loss was not finite. */
-        if (a->nonfinite_step)
-            fprintf(f, "%snull", st.runs ? ", " : "");
-        fprintf(f, "],\n  \"nonfinite_step\": ");
-        if (a->nonfinite_step)
-            fprintf(f, "%d", a->nonfinite_step);
-        else
-            fprintf(f, "null");
-    }
-    fprintf(f, "\n}\n");
-    if (fclose(f)) {
+    if (fmt_stats_write(f, &out) | fclose(f)) {
         fprintf(stderr, "dtrexec: cannot write statistics to '%s'\n", a->stats_path);
         return -1;
     }
@@ -728,26 +693,14 @@ static int load_plan(const char *path, struct dtrx_plan_step **steps, int *n, si
 {
     char err[1024];
     struct schedule sched;
-    struct plan_graph g;
+    struct fmt_graph g;
     memset(&g, 0, sizeof g);
     schedule_init(&sched);
-    /* The graph's file name is in the schedule: a first pass without a
-     * graph is not possible, so read it from the JSON by hand. */
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "dtrexec: %s: cannot open the schedule\n", path);
-        return -1;
-    }
-    static char text[1 << 16];
-    size_t len = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[len] = 0;
-    const char *key = strstr(text, "\"file\"");
+    /* The graph's file name is in the schedule, read before the graph. */
     char file[512] = "";
-    if (key && (key = strchr(key + 6, '"'))) {
-        const char *end = strchr(key + 1, '"');
-        if (end && (size_t)(end - key - 1) < sizeof file)
-            memcpy(file, key + 1, (size_t)(end - key - 1));
+    if (schedule_read_graph_file(path, file, sizeof file, err, sizeof err)) {
+        fprintf(stderr, "dtrexec: %s\n", err);
+        return -1;
     }
     if (!file[0]) {
         fprintf(stderr, "dtrexec: %s: the schedule names no graph file (\"graph\": {\"file\": ...})\n", path);
@@ -761,7 +714,7 @@ static int load_plan(const char *path, struct dtrx_plan_step **steps, int *n, si
         snprintf(graph_path, sizeof graph_path, "%.*s/%s", (int)(slash - path), path, file);
     int rc = -1;
     struct schedule_result res;
-    if (plan_graph_load(graph_path, &g, err, sizeof err) || schedule_load(path, &g, &sched, err, sizeof err) ||
+    if (fmt_graph_read(graph_path, &g, err, sizeof err) || schedule_load(path, &g, &sched, err, sizeof err) ||
         schedule_simulate(&g, &sched, sched.budget_bytes, &res, err, sizeof err)) {
         fprintf(stderr, "dtrexec: %s\n", err);
         goto done;
@@ -782,7 +735,7 @@ static int load_plan(const char *path, struct dtrx_plan_step **steps, int *n, si
     rc = 0;
 done:
     schedule_free(&sched);
-    plan_graph_free(&g);
+    fmt_graph_free(&g);
     return rc;
 }
 

@@ -1,14 +1,14 @@
 /* cli/cmd_sim.c — `dtrexec sim TRACE|GRAPH`: replay an op log or a static
- * graph under DTR with a simulated clock and memory counter (bench/sim.c);
+ * graph under DTR with a simulated clock and memory counter (dtr/sim/sim.c);
  * with --plan, replay and check a static schedule on a graph instead
- * (bench/schedule.c). */
+ * (dtr/sim/schedule.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/bench.h"
-#include "bench/json.h"
+#include "dtr/sim/sim.h"
+#include "dtr/format/json.h"
 #include "cli/cli.h"
 
 static void sim_usage(FILE *f)
@@ -115,8 +115,8 @@ static void print_json(const char *model, const struct sim_options *o, const str
 static int sim_plan(const char *graph_path, const char *plan_path, const char *budget_text, int json, int staged)
 {
     char err[600];
-    struct plan_graph g;
-    if (plan_graph_load(graph_path, &g, err, sizeof err)) {
+    struct fmt_graph g;
+    if (fmt_graph_read(graph_path, &g, err, sizeof err)) {
         fprintf(stderr, "dtrexec sim: %s\n", err);
         return CLI_EXIT_USAGE;
     }
@@ -128,7 +128,7 @@ static int sim_plan(const char *graph_path, const char *plan_path, const char *b
         schedule_simulate(&g, &all, 0, &base, err, sizeof err)) {
         fprintf(stderr, "dtrexec sim: %s: %s\n", graph_path, err);
         schedule_free(&all);
-        plan_graph_free(&g);
+        fmt_graph_free(&g);
         return CLI_EXIT_INTERNAL;
     }
     schedule_free(&all);
@@ -207,21 +207,21 @@ static int sim_plan(const char *graph_path, const char *plan_path, const char *b
     }
 out:
     schedule_free(&s);
-    plan_graph_free(&g);
+    fmt_graph_free(&g);
     return rc;
 }
 
 /* `sim GRAPH --schedule-out S.json`: the run recorded as a schedule
- * (bench/sim_schedule.c), checked and written; prints the check. */
+ * (dtr/sim/sim_schedule.c), checked and written; prints the check. */
 static int sim_schedule_out(const char *path, const struct sim_program *prog, const struct sim_baseline *base,
                             const struct sim_options *o, const char *out_path, int staged, struct sim_result *r,
                             char *note, size_t note_size)
 {
     char err[600];
-    struct plan_graph g;
+    struct fmt_graph g;
     struct schedule s, st;
     struct schedule_result sr;
-    if (plan_graph_load(path, &g, err, sizeof err)) {
+    if (fmt_graph_read(path, &g, err, sizeof err)) {
         fprintf(stderr, "dtrexec sim: --schedule-out needs a graph: %s\n", err);
         return CLI_EXIT_USAGE;
     }
@@ -252,7 +252,7 @@ static int sim_schedule_out(const char *path, const struct sim_program *prog, co
     rc = CLI_EXIT_OK;
 out:
     schedule_free(&s);
-    plan_graph_free(&g);
+    fmt_graph_free(&g);
     return rc;
 }
 
@@ -357,10 +357,10 @@ int cmd_sim(int argc, char **argv)
     }
     uint64_t *ws = NULL, *kept = NULL;
     if (planners_memory) {
-        struct plan_graph g;
-        int bad = plan_graph_load(path, &g, err, sizeof err) ||
+        struct fmt_graph g;
+        int bad = fmt_graph_read(path, &g, err, sizeof err) ||
                   sim_schedule_planners_memory(&g, &prog, &ws, &kept, err, sizeof err);
-        plan_graph_free(&g);   /* zeroed by a failed load */
+        fmt_graph_free(&g);   /* zeroed by a failed load */
         if (bad) {
             fprintf(stderr, "dtrexec sim: --planners-memory needs a graph: %s\n", err);
             sim_program_free(&prog);

@@ -37,7 +37,7 @@
  * layout: a node needs its workspace only while it runs, so a planner
  * counts it at that node's run on top of the resident values and the
  * node's outputs, and its kept bytes from its first run to the end
- * (bench/bench.h, "Memory accounting"); graphs without them (Checkmate's
+ * (dtr/sim/sim.h, "Memory accounting"); graphs without them (Checkmate's
  * own) read as 0.
  * Gradient accumulation needs no field: the runtime sums gradients with
  * ordinary Sum calls, which are nodes like any other. */
@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtr/format/graph.h"
 #include "runtime/arena.h"
 #include "runtime/memory.h"
 #include "runtime/session.h"
@@ -301,66 +302,61 @@ static void record_call(struct dtrx_session *s, const struct rt_call *c, const c
     r->n++;
 }
 
-static void json_string(FILE *f, const char *str)
-{
-    fputc('"', f);
-    for (; *str; str++) {
-        if (*str == '"' || *str == '\\')
-            fputc('\\', f);
-        if ((unsigned char)*str < 0x20)
-            fprintf(f, "\\u%04x", *str);
-        else
-            fputc(*str, f);
-    }
-    fputc('"', f);
-}
-
+/* The recorded nodes in the graph JSON's in-memory form, written by its one
+ * writer (dtr/format/graph.h); the arrays point into r where they can. */
 static enum dtrx_status write_graph(const struct rt_recorder *r, const char *model, size_t persistent_bytes,
                                     const char *path)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return rt_fail(DTRX_ERR_INPUT, "cannot write the graph to '%s'", path);
-    fprintf(f, "{\"directed\": true, \"multigraph\": false, \"graph\": {\"name\": ");
-    json_string(f, model);
-    fprintf(f, ", \"source\": \"dtrexec export\", \"cost_cpu_unit\": \"microseconds\"},\n\"nodes\": [\n");
-    for (int i = 0; i < r->n; i++) {
-        const struct rt_node *n = &r->nodes[i];
-        fprintf(f, "  {\"id\": %d, \"name\": ", i);
-        json_string(f, n->name);
-        fprintf(f, ", \"backward\": %s, \"cost_cpu\": %.3f, \"cost_flops\": %.0f, \"cost_ram\": %zu",
-                n->backward ? "true" : "false", 1e6 * n->seconds, n->flops, n->bytes - n->kept);
-        if (n->kept)
-            fprintf(f, ", \"kept_ram\": %zu", n->kept);
-        if (n->workspace)
-            fprintf(f, ", \"workspace_ram\": %zu", n->workspace);
-        if (n->view)
-            fprintf(f, ", \"view\": true");
-        /* Weights, inputs and optimizer state stay resident all step: the
-         * first node carries them, as param_cost, so budgets count them. */
-        if (i == 0)
-            fprintf(f, ", \"param_cost\": %zu", persistent_bytes);
-        fprintf(f, "}%s\n", i + 1 < r->n ? "," : "");
+    uint32_t n = (uint32_t)r->n, m = 0;
+    for (int i = 0; i < r->n; i++)
+        m += (uint32_t)r->nodes[i].n_in;
+    struct fmt_graph g = { .n = n, .title = (char *)model };
+    g.names = malloc(n * sizeof *g.names);
+    g.cost = malloc(n * sizeof *g.cost);
+    g.flops = malloc(n * sizeof *g.flops);
+    g.bytes = malloc(n * sizeof *g.bytes);
+    g.param = calloc(n, sizeof *g.param);
+    g.workspace = malloc(n * sizeof *g.workspace);
+    g.kept = malloc(n * sizeof *g.kept);
+    g.backward = malloc(n);
+    g.view = malloc(n);
+    g.link_at = malloc((n + 1) * sizeof *g.link_at);
+    g.links = malloc((m + 1) * sizeof *g.links);
+    enum dtrx_status st = DTRX_OK;
+    if (!g.names || !g.cost || !g.flops || !g.bytes || !g.param || !g.workspace || !g.kept || !g.backward ||
+        !g.view || !g.link_at || !g.links)
+        st = rt_fail(DTRX_ERR_BUDGET, "out of host memory");
+    m = 0;
+    for (uint32_t i = 0; !st && i < n; i++) {
+        const struct rt_node *nd = &r->nodes[i];
+        g.names[i] = nd->name;
+        g.cost[i] = 1e6 * nd->seconds;   /* microseconds */
+        g.flops[i] = nd->flops;
+        g.bytes[i] = nd->bytes - nd->kept;
+        g.workspace[i] = nd->workspace;
+        g.kept[i] = nd->kept;
+        g.backward[i] = (uint8_t)(nd->backward != 0);
+        g.view[i] = (uint8_t)(nd->view != 0);
+        g.link_at[i] = m;
+        for (int k = 0; k < nd->n_in; k++)
+            if (nd->inputs[k] >= 0)
+                g.links[m++] = (uint32_t)nd->inputs[k];
+        g.link_at[i + 1] = m;
     }
-    fprintf(f, "],\n\"links\": [\n");
-    int first = 1;
-    for (int i = 0; i < r->n; i++) {
-        const struct rt_node *n = &r->nodes[i];
-        for (int k = 0; k < n->n_in; k++) {
-            int src = n->inputs[k];
-            int dup = src < 0;
-            for (int j = 0; j < k && !dup; j++)
-                dup = n->inputs[j] == src;
-            if (dup)
-                continue;
-            fprintf(f, "%s  {\"source\": %d, \"target\": %d}", first ? "" : ",\n", src, i);
-            first = 0;
-        }
-    }
-    fprintf(f, "\n]}\n");
-    if (fclose(f))
-        return rt_fail(DTRX_ERR_INPUT, "cannot write the graph to '%s'", path);
-    return DTRX_OK;
+    /* Weights, inputs and optimizer state stay resident all step: the
+     * first node carries them, as param_cost, so budgets count them. */
+    if (!st && n)
+        g.param[0] = persistent_bytes;
+    FILE *f = st ? NULL : fopen(path, "w");
+    if (!st && !f)
+        st = rt_fail(DTRX_ERR_INPUT, "cannot write the graph to '%s'", path);
+    if (f && (fmt_graph_write(f, &g, "dtrexec export", "microseconds") | fclose(f)))
+        st = rt_fail(DTRX_ERR_INPUT, "cannot write the graph to '%s'", path);
+    void *arrays[] = { g.names, g.cost, g.flops, g.bytes, g.param, g.workspace, g.kept, g.backward, g.view,
+                       g.link_at, g.links };
+    for (size_t k = 0; k < sizeof arrays / sizeof arrays[0]; k++)
+        free(arrays[k]);
+    return st;
 }
 
 static void record_after(struct dtrx_session *s, const struct rt_call *c)

@@ -23,12 +23,12 @@ if ! $PY -c "import numpy, onnxruntime, onnx; assert onnx.__version__ == '$ONNX_
   $PY -m pip install -q --disable-pip-version-check numpy "onnx==$ONNX_VERSION" onnxruntime 2>&1 | grep -v "Running pip as the 'root' user" || true
   $PY -c "import numpy, onnxruntime, onnx; assert onnx.__version__ == '$ONNX_VERSION'"
 fi
-# HiGHS: the MILP/LP solver behind `dtrexec plan --solver checkmate` (bench/milp_highs.py)
+# HiGHS: the MILP/LP solver behind `dtrexec plan --solver checkmate` (bench/solvers/milp_highs.py)
 if ! $PY -c "import highspy" 2>/dev/null; then
   $PY -m pip install -q --disable-pip-version-check highspy 2>&1 | grep -v "Running pip as the 'root' user" || true
   $PY -c "import highspy"
 fi
-# OR-Tools: SCIP and CP-SAT, the other MILP back ends (DTRX_MILP_SOLVER=scip|cpsat, bench/milp_ortools.py);
+# OR-Tools: SCIP and CP-SAT, the other MILP back ends (DTRX_MILP_SOLVER=scip|cpsat, bench/solvers/milp_ortools.py);
 # Debian's coinor-cbc above is the third (cbc). tests/milp_solver_check.py checks each against HiGHS.
 if ! $PY -c "import ortools" 2>/dev/null; then
   $PY -m pip install -q --disable-pip-version-check ortools 2>&1 | grep -v "Running pip as the 'root' user" || true

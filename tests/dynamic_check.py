@@ -38,7 +38,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "bench"))
+sys.path.insert(0, os.path.join(HERE, "..", "bench", "experiments"))
 sys.path.insert(0, os.path.join(HERE, "..", "bench", "models"))
 
 import numpy as np  # noqa: E402

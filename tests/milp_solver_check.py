@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The MILP solver back ends of `dtrexec plan --solver checkmate`
-(DTRX_MILP_SOLVER=scip|cpsat|cbc, bench/milp_ortools.py and
-bench/milp_cbc.py) against HiGHS, the default: on a small residual
+(DTRX_MILP_SOLVER=scip|cpsat|cbc, bench/solvers/milp_ortools.py and
+bench/solvers/milp_cbc.py) against HiGHS, the default: on a small residual
 training graph at several budgets, each must prove an optimum equal to
 HiGHS's, and its schedule must replay (`dtrexec sim --plan`: inputs
 resident, peak within the budget) with that compute.

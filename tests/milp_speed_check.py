@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/milp_speed.py's per-budget summary against Checkmate's hour: the
+"""bench/experiments/milp_speed.py's per-budget summary against Checkmate's hour: the
 best run that ended within Checkmate's 3900 s (300 s seeded, then an hour)
 is picked per budget (a proof first, then
 the smallest gap, then the cheapest schedule), runs over the hour never
@@ -16,7 +16,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BENCH = os.path.join(HERE, "..", "bench")
+BENCH = os.path.join(HERE, "..", "bench", "experiments")
 sys.path.insert(0, BENCH)
 from milp_speed import hour_summary  # noqa: E402
 

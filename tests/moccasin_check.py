@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/plan_moccasin.py (Moccasin's CP model on CP-SAT) against the
+"""bench/solvers/plan_moccasin.py (Moccasin's CP model on CP-SAT) against the
 replayer and Chen's greedy planner:
 
   - VGG16 (Checkmate's graph) at 0.88 of checkpoint-all's peak, where
@@ -23,7 +23,7 @@ import tempfile
 
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPT = os.path.join(HERE, "..", "bench", "plan_moccasin.py")
+SCRIPT = os.path.join(HERE, "..", "bench", "solvers", "plan_moccasin.py")
 DATA = os.environ.get("DTRX_DATA_DIR", os.path.join(HERE, "..", "..", "shared", "data"))
 
 

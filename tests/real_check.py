@@ -29,7 +29,7 @@ tests/real-known-failures.txt lists CASE STAGE REASON for what fails today
 (STAGE * for all four). A listed stage that fails passes the check; one that
 passes fails it, so the list stays honest; anything else that fails fails.
 With --results DIR each case writes DIR/<arch>-<model>.json for
-bench/real_table.py.
+bench/experiments/real_table.py.
 
 REAL_CHECK_QUICK=1 (the sanitizer tree) runs inference and gradients only.
 """

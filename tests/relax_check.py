@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/plan_relax.py's bounds are sound: on a small residual training
+"""bench/solvers/plan_relax.py's bounds are sound: on a small residual training
 graph (milp_solver_check.py's) over a sweep of budgets, the relaxed MILP
 (outputs below a size counted as 0 bytes) never bounds above the graph's
 own MILP optimum, equals it when nothing is dropped, and says infeasible
@@ -20,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from milp_solver_check import graph, have  # noqa: E402
 
-SCRIPT = os.path.join(HERE, "..", "bench", "plan_relax.py")
+SCRIPT = os.path.join(HERE, "..", "bench", "solvers", "plan_relax.py")
 
 
 def relax(dtrexec, g, budget, below, extra=()):

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/bench.h"
+#include "dtr/sim/sim.h"
 #include "testutil.h"
 
 #define GRAPHS DTRX_DATA_DIR "/checkmate-graphs/"
@@ -65,13 +65,13 @@ static const char *chain_graph_with(const char *file, const char *f2_extra, cons
 
 static const char *chain_graph(void) { return chain_graph_with("chain.json", "", ""); }
 
-static void load_graph(const char *path, struct plan_graph *g)
+static void load_graph(const char *path, struct fmt_graph *g)
 {
     char err[600];
-    ck_assert_msg(plan_graph_load(path, g, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(fmt_graph_read(path, g, err, sizeof err) == 0, "%s", err);
 }
 
-static int parse(const struct plan_graph *g, const char *text, struct schedule *s, char *err, size_t n)
+static int parse(const struct fmt_graph *g, const char *text, struct schedule *s, char *err, size_t n)
 {
     return schedule_parse(text, strlen(text), g, s, err, n);
 }
@@ -80,25 +80,25 @@ static int parse(const struct plan_graph *g, const char *text, struct schedule *
 
 START_TEST(test_graph_order_and_names)
 {
-    struct plan_graph g;
+    struct fmt_graph g;
     load_graph(chain_graph(), &g);
     ck_assert_uint_eq(g.n, 8);
     ck_assert_str_eq(g.names[0], "f0");
-    ck_assert_int_eq(plan_graph_find(&g, "b2"), 5);
-    ck_assert_int_eq(plan_graph_find(&g, "nope"), -1);
+    ck_assert_int_eq(fmt_graph_find(&g, "b2"), 5);
+    ck_assert_int_eq(fmt_graph_find(&g, "nope"), -1);
     ck_assert_msg(g.sink[7] && !g.sink[3], "b0 is the only output");
     ck_assert_msg(g.backward[4] && !g.backward[3], "backward marks");
     ck_assert_uint_eq(g.n_edges, 13);
     ck_assert_uint_eq(strlen(g.sha256), 64);
     /* the largest node with its inputs: b2 reads b3, f1, f2 */
     ck_assert_uint_eq(plan_graph_min_peak(&g), 40);
-    plan_graph_free(&g);
+    fmt_graph_free(&g);
 }
 END_TEST
 
 START_TEST(test_steps_replay_accounting)
 {
-    struct plan_graph g;
+    struct fmt_graph g;
     load_graph(chain_graph(), &g);
     struct schedule s;
     char err[600];
@@ -142,14 +142,14 @@ START_TEST(test_steps_replay_accounting)
     ck_assert_str_eq(t.graph_sha256, g.sha256);
     schedule_free(&t);
     schedule_free(&s);
-    plan_graph_free(&g);
+    fmt_graph_free(&g);
 }
 END_TEST
 
 /* Each bad schedule must fail with its message naming the right step. */
 START_TEST(test_bad_schedules)
 {
-    struct plan_graph g;
+    struct fmt_graph g;
     load_graph(chain_graph(), &g);
     static const struct {
         const char *text, *want1, *want2;
@@ -196,13 +196,13 @@ START_TEST(test_bad_schedules)
         ck_assert_msg(strstr(err, cases[c].want1) && strstr(err, cases[c].want2),
                       "case %zu: expected '%s' and '%s' in: %s", c, cases[c].want1, cases[c].want2, err);
     }
-    plan_graph_free(&g);
+    fmt_graph_free(&g);
 }
 END_TEST
 
 START_TEST(test_stages_lowering)
 {
-    struct plan_graph g;
+    struct fmt_graph g;
     load_graph(chain_graph(), &g);
     char err[600];
     struct schedule s;
@@ -225,12 +225,12 @@ START_TEST(test_stages_lowering)
     /* every step after its stage's runs frees what the next stage drops */
     ck_assert_uint_eq(r.frees, 8);
     schedule_free(&s);
-    plan_graph_free(&g);
+    fmt_graph_free(&g);
 }
 END_TEST
 
 /* A planner's schedule: valid, within its budget, and what it says. */
-static void check_plan(const struct plan_graph *g, enum plan_solver k, uint64_t budget, struct schedule_result *r)
+static void check_plan(const struct fmt_graph *g, enum plan_solver k, uint64_t budget, struct schedule_result *r)
 {
     struct schedule s;
     char err[600];
@@ -295,7 +295,7 @@ static const char *side_graph(void)
  * order of first computations (check_plan checks it). */
 START_TEST(test_first_computations_in_order)
 {
-    struct plan_graph g;
+    struct fmt_graph g;
     load_graph(side_graph(), &g);
     struct schedule_result all, r;
     check_plan(&g, PLAN_CHECKPOINT_ALL, 0, &all);
@@ -311,7 +311,7 @@ START_TEST(test_first_computations_in_order)
             planned += k == PLAN_GRIEWANK;
         }
     ck_assert_msg(planned > 0, "griewank made no schedule of the side graph");
-    plan_graph_free(&g);
+    fmt_graph_free(&g);
 }
 END_TEST
 
@@ -325,7 +325,7 @@ START_TEST(test_baselines_on_shared_graphs)
     const char *name = shared_graphs[_i];
     char path[512], err[600];
     snprintf(path, sizeof path, GRAPHS "%s", name);
-    struct plan_graph g;
+    struct fmt_graph g;
     load_graph(path, &g);
     struct schedule_result all, r;
     check_plan(&g, PLAN_CHECKPOINT_ALL, 0, &all);
@@ -355,7 +355,7 @@ START_TEST(test_baselines_on_shared_graphs)
     for (int k = 0; k <= PLAN_GRIEWANK; k++)
         ck_assert_int_eq(plan_make(&g, (enum plan_solver)k, plan_graph_min_peak(&g) - 1, NULL, &s, err, sizeof err),
                          PLAN_INFEASIBLE);
-    plan_graph_free(&g);
+    fmt_graph_free(&g);
 }
 END_TEST
 
@@ -372,7 +372,7 @@ static void milp_vs_baselines(const char *path, const double *ratios, int n_rati
         fprintf(stderr, "test_plan: highspy missing, MILP checks skipped (pip install highspy)\n");
         return;
     }
-    struct plan_graph g;
+    struct fmt_graph g;
     load_graph(path, &g);
     struct schedule_result all, r, m;
     check_plan(&g, PLAN_CHECKPOINT_ALL, 0, &all);
@@ -396,7 +396,7 @@ static void milp_vs_baselines(const char *path, const double *ratios, int n_rati
             schedule_free(&s);
         }
     }
-    plan_graph_free(&g);
+    fmt_graph_free(&g);
 }
 
 START_TEST(test_milp_chain)
@@ -406,12 +406,12 @@ START_TEST(test_milp_chain)
     if (!have_highs())
         return;
     /* on the chain: 40 bytes need one recomputation, the optimum */
-    struct plan_graph g;
+    struct fmt_graph g;
     struct schedule_result r;
     load_graph(chain_graph(), &g);
     check_plan(&g, PLAN_CHECKMATE_MILP, 40, &r);
     ck_assert_msg(r.total_compute == 9, "MILP at 40 bytes: compute %g, expected 9", r.total_compute);
-    plan_graph_free(&g);
+    fmt_graph_free(&g);
 }
 END_TEST
 
@@ -422,7 +422,7 @@ END_TEST
  * (510), and the MILP's schedule, validated by the replay, respects both. */
 START_TEST(test_workspace_and_kept)
 {
-    struct plan_graph g;
+    struct fmt_graph g;
     char err[600];
     load_graph(chain_graph_with("ws.json", ", \"workspace_ram\": 100", ", \"kept_ram\": 500"), &g);
     ck_assert_uint_eq(g.workspace[2], 100);
@@ -447,7 +447,7 @@ START_TEST(test_workspace_and_kept)
         ck_assert_msg(r.peak_bytes <= 545 && r.recomputes >= 1, "MILP: peak %llu, %u recomputations",
                       (unsigned long long)r.peak_bytes, r.recomputes);
     }
-    plan_graph_free(&g);
+    fmt_graph_free(&g);
 }
 END_TEST
 
@@ -460,13 +460,13 @@ START_TEST(test_milp_exact_units)
 {
     if (!have_highs())
         return;
-    struct plan_graph g;
+    struct fmt_graph g;
     struct schedule_result r;
     load_graph(chain_graph_with("units.json", ", \"workspace_ram\": 105", ", \"kept_ram\": 505"), &g);
     check_plan(&g, PLAN_CHECKMATE_MILP, 545, &r);
     ck_assert_msg(r.peak_bytes <= 545 && r.recomputes >= 1, "MILP: peak %llu, %u recomputations",
                   (unsigned long long)r.peak_bytes, r.recomputes);
-    plan_graph_free(&g);
+    fmt_graph_free(&g);
 }
 END_TEST
 
@@ -482,7 +482,7 @@ END_TEST
  * its own rounded schedule. */
 static void lp_bound_check(const char *path, double ratio)
 {
-    struct plan_graph g;
+    struct fmt_graph g;
     struct schedule_result all, m, r;
     struct schedule s;
     struct plan_options o;
@@ -501,7 +501,7 @@ static void lp_bound_check(const char *path, double ratio)
                   "%s at %.2f: LP bound %g outside [%g, min(MILP %g, rounded %g)]", g.name, ratio, b,
                   all.total_compute, m.total_compute, r.total_compute);
     schedule_free(&s);
-    plan_graph_free(&g);
+    fmt_graph_free(&g);
 }
 
 START_TEST(test_lp_bound)
@@ -520,7 +520,7 @@ START_TEST(test_milp_forms_agree)
 {
     if (!have_highs())
         return;
-    struct plan_graph g;
+    struct fmt_graph g;
     struct schedule_result all, paper, dflt;
     load_graph(GRAPHS "vgg16-256-train.json", &g);
     check_plan(&g, PLAN_CHECKPOINT_ALL, 0, &all);
@@ -532,7 +532,7 @@ START_TEST(test_milp_forms_agree)
     ck_assert_msg(paper.total_compute == dflt.total_compute, "paper form %g, default form %g", paper.total_compute,
                   dflt.total_compute);
     ck_assert_msg(paper.total_compute > all.total_compute, "0.84 needs a recomputation");
-    plan_graph_free(&g);
+    fmt_graph_free(&g);
 }
 END_TEST
 

@@ -11,8 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bench/bench.h"
-#include "bench/json.h"
+#include "dtr/sim/sim.h"
+#include "dtr/format/json.h"
 #include "testutil.h"
 
 static char tmpdir[256];

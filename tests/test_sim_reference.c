@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/bench.h"
-#include "bench/json.h"
+#include "dtr/sim/sim.h"
+#include "dtr/format/json.h"
 #include "testutil.h"
 
 START_TEST(test_against_simrd)

@@ -1,5 +1,5 @@
 /* tests/test_sim_schedule.c — DTR's simulated run recorded as a static
- * schedule (bench/sim_schedule.c): the schedule replays with
+ * schedule (dtr/sim/sim_schedule.c): the schedule replays with
  * schedule_simulate at the run's budget with the same compute and peak;
  * its stage mapping is a valid stage schedule; the planners' memory
  * accounting; the MIP start search; and `dtrexec sim --schedule-out`
@@ -12,19 +12,19 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/bench.h"
+#include "dtr/sim/sim.h"
 #include "testutil.h"
-#include "bench/json.h"
+#include "dtr/format/json.h"
 
 #define N100 DTRX_DATA_DIR "/checkmate-graphs/random-layered-n100.json"
 #define RESNET18 DTRX_SOURCE_DIR "/bench/results/zoo-resnet18.json"
 
 static char tmpdir[256];
 
-static void load(const char *path, struct plan_graph *g, struct sim_program *p, struct sim_baseline *b)
+static void load(const char *path, struct fmt_graph *g, struct sim_program *p, struct sim_baseline *b)
 {
     char err[600];
-    ck_assert_msg(plan_graph_load(path, g, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(fmt_graph_read(path, g, err, sizeof err) == 0, "%s", err);
     ck_assert_msg(sim_program_load_graph(path, p, err, sizeof err) == 0, "%s", err);
     ck_assert_msg(sim_baseline_run(p, b, err, sizeof err) == 0, "%s", err);
 }
@@ -39,7 +39,7 @@ START_TEST(test_record_replays)
 {
     static const enum dtr_heuristic hs[] = { DTR_HEURISTIC_EQ, DTR_HEURISTIC_DTR, DTR_HEURISTIC_LRU };
     static const double ratios[] = { 1.0, 0.95, 0.9, 0.85, 0.8, 0.7, 0.6, 0.5 };
-    struct plan_graph g;
+    struct fmt_graph g;
     struct sim_program p;
     struct sim_baseline b;
     char err[600];
@@ -86,7 +86,7 @@ START_TEST(test_record_replays)
     ck_assert_int_ge(passed, 6);
     ck_assert_int_ge(with_remats, 3);
     sim_program_free(&p);
-    plan_graph_free(&g);
+    fmt_graph_free(&g);
 }
 END_TEST
 
@@ -95,7 +95,7 @@ END_TEST
  * in their accounting, at the same peak. */
 START_TEST(test_planners_memory)
 {
-    struct plan_graph g;
+    struct fmt_graph g;
     struct sim_program p;
     struct sim_baseline b;
     struct schedule all;
@@ -137,7 +137,7 @@ START_TEST(test_planners_memory)
     free(ws);
     free(kept);
     sim_program_free(&p);
-    plan_graph_free(&g);
+    fmt_graph_free(&g);
 }
 END_TEST
 
@@ -150,11 +150,11 @@ static int always(void *ctx, const struct schedule *sc)
 /* The MIP start: a valid stage schedule within the budget. */
 START_TEST(test_start)
 {
-    struct plan_graph g;
+    struct fmt_graph g;
     struct schedule all, s;
     struct schedule_result base, sr;
     char err[600], label[32];
-    ck_assert_msg(plan_graph_load(N100, &g, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(fmt_graph_read(N100, &g, err, sizeof err) == 0, "%s", err);
     ck_assert_int_eq(plan_make(&g, PLAN_CHECKPOINT_ALL, 0, NULL, &all, err, sizeof err), PLAN_OK);
     ck_assert_int_eq(schedule_simulate(&g, &all, 0, &base, err, sizeof err), 0);
     schedule_free(&all);
@@ -176,7 +176,7 @@ START_TEST(test_start)
     ck_assert_int_eq(sim_schedule_start(&g, plan_graph_min_peak(&g) / 2, NULL, NULL, &s, &cost, label, sizeof label),
                      PLAN_INFEASIBLE);
     schedule_free(&s);
-    plan_graph_free(&g);
+    fmt_graph_free(&g);
 }
 END_TEST
 

@@ -1,12 +1,19 @@
-/* tests/fuzz/fuzz_graph.c — the interchange readers and what runs behind
- * them: the same bytes as a DTR op log or Checkmate graph
- * (sim_program_load), as a planner graph (plan_graph_load), and as a
- * schedule for a fixed three-node chain (schedule_parse). What loads as a
- * program is simulated unbudgeted and at half its peak with the DTR
- * heuristic; a passing run must stay within its budget. */
+/* tests/fuzz/fuzz_graph.c — the interchange readers (dtr/format/) and what
+ * runs behind them: the same bytes as a DTR op log or Checkmate graph
+ * (sim_program_load), as an op log (fmt_trace_parse), as a graph
+ * (fmt_graph_read), and as a schedule for a fixed three-node chain
+ * (schedule_parse, schedule_read_graph_file). What loads as a program is
+ * simulated unbudgeted and at half its peak with the DTR heuristic; a
+ * passing run must stay within its budget. What a reader takes, its
+ * writer writes and the reader takes again, alike. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "bench/bench.h"
+#include "dtr/sim/sim.h"
 #include "tests/fuzz/fuzz.h"
 
 static const char chain[] =
@@ -32,8 +39,57 @@ static void simulate(const struct sim_program *p)
     }
 }
 
+/* A trace read, written and read again: the same records. */
+static void trace_round_trip(const uint8_t *data, size_t size)
+{
+    char err[512] = "";
+    struct fmt_trace t, u;
+    if (fmt_trace_parse((const char *)data, size, "fuzz.log", &t, err, sizeof err) != 0) {
+        FUZZ_REQUIRE(err[0] && !t.n_recs);
+        return;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    FUZZ_REQUIRE(m && fmt_trace_write(m, &t) == 0);
+    fclose(m);
+    FUZZ_REQUIRE(fmt_trace_parse(text, len, "again.log", &u, err, sizeof err) == 0);
+    FUZZ_REQUIRE(u.n_recs == t.n_recs);
+    for (uint32_t i = 0; i < t.n_recs; i++) {
+        FUZZ_REQUIRE(u.recs[i].kind == t.recs[i].kind && u.recs[i].n_args == t.recs[i].n_args &&
+                     u.recs[i].n_res == t.recs[i].n_res && u.recs[i].value == t.recs[i].value);
+        FUZZ_REQUIRE(!strcmp(fmt_trace_name(&u, u.recs[i].name), fmt_trace_name(&t, t.recs[i].name)));
+    }
+    free(text);
+    fmt_trace_free(&t);
+    fmt_trace_free(&u);
+}
+
+/* A graph written and read again: the same nodes and edges. */
+static void graph_round_trip(const struct fmt_graph *g)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    FUZZ_REQUIRE(m && fmt_graph_write(m, g, "fuzz", NULL) == 0);
+    fclose(m);
+    struct fuzz_file f;
+    if (fuzz_file_open(&f, (const uint8_t *)text, len) == 0) {
+        char err[512] = "";
+        struct fmt_graph h;
+        FUZZ_REQUIRE(fmt_graph_read(f.path, &h, err, sizeof err) == 0);
+        FUZZ_REQUIRE(h.n == g->n && h.n_edges == g->n_edges && h.param_bytes == g->param_bytes);
+        for (uint32_t i = 0; i < g->n; i++)
+            FUZZ_REQUIRE(h.bytes[i] == g->bytes[i] && !strcmp(h.names[i], g->names[i]));
+        fmt_graph_free(&h);
+        fuzz_file_close(&f);
+    }
+    free(text);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    trace_round_trip(data, size);
     struct fuzz_file f;
     if (fuzz_file_open(&f, data, size))
         return 0;
@@ -45,20 +101,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     else
         FUZZ_REQUIRE(err[0]);
     sim_program_free(&p);
-    struct plan_graph g;
+    struct fmt_graph g;
     memset(&g, 0, sizeof g);
     err[0] = 0;
-    if (plan_graph_load(f.path, &g, err, sizeof err) == 0)
+    if (fmt_graph_read(f.path, &g, err, sizeof err) == 0) {
         FUZZ_REQUIRE(g.n > 0);
-    else
+        graph_round_trip(&g);
+    } else
         FUZZ_REQUIRE(err[0]);
-    plan_graph_free(&g);
+    fmt_graph_free(&g);
+    char file[256];
+    err[0] = 0;
+    if (schedule_read_graph_file(f.path, file, sizeof file, err, sizeof err) != 0)
+        FUZZ_REQUIRE(err[0]);
     fuzz_file_close(&f);
     struct fuzz_file cf;
     if (fuzz_file_open(&cf, (const uint8_t *)chain, sizeof chain - 1))
         return 0;
     memset(&g, 0, sizeof g);
-    if (plan_graph_load(cf.path, &g, err, sizeof err) == 0) {
+    if (fmt_graph_read(cf.path, &g, err, sizeof err) == 0) {
         struct schedule s;
         memset(&s, 0, sizeof s);
         err[0] = 0;
@@ -66,7 +127,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_REQUIRE(err[0]);
         schedule_free(&s);
     }
-    plan_graph_free(&g);
+    fmt_graph_free(&g);
     fuzz_file_close(&cf);
     return 0;
 }
