@@ -330,7 +330,7 @@ static int cuda_attention_grad(struct op_call *c)
     return rc;
 }
 
-const struct cuda_kernel_entry cuda_kernels_attn[] = {
+CUDA_KERNEL_TABLE(attn) = {
     { "", "Attention", cuda_attention },
     { "dtrexec", "AttentionGrad", cuda_attention_grad },
     { "", "RotaryEmbedding", cuda_rotary },

@@ -214,7 +214,7 @@ static int matmul_trans_cuda(struct op_call *c)
     return matmul_run(c, &s);
 }
 
-const struct cuda_kernel_entry cuda_kernels_blas[] = {
+CUDA_KERNEL_TABLE(blas) = {
     { "", "Gemm", gemm_cuda },
     { "", "MatMul", matmul_cuda },
     { "dtrexec", "MatMulTrans", matmul_trans_cuda },

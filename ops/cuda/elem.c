@@ -208,7 +208,7 @@ int cuda_elem_max_min_grad(struct op_call *c)
 
 /* ---- the family's table ------------------------------------------------------------ */
 
-const struct cuda_kernel_entry cuda_kernels_elem[] = {
+CUDA_KERNEL_TABLE(elem) = {
     { "", "Add", cuda_elem_add },
     { "", "Sub", cuda_elem_sub },
     { "", "Mul", cuda_elem_mul },

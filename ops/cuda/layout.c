@@ -616,7 +616,7 @@ static int cuda_pad_grad(struct op_call *c)
 
 /* ---- the family's table ------------------------------------------------------------ */
 
-const struct cuda_kernel_entry cuda_kernels_layout[] = {
+CUDA_KERNEL_TABLE(layout) = {
     { "", "Transpose", cuda_transpose },
     { "", "Concat", cuda_concat },
     { "", "Split", cuda_split },

@@ -384,7 +384,7 @@ static int cuda_misc_grid_sample(struct op_call *c)
 int cuda_misc_causal_conv(struct op_call *c);
 int cuda_misc_linear_attention(struct op_call *c);
 
-const struct cuda_kernel_entry cuda_kernels_misc[] = {
+CUDA_KERNEL_TABLE(misc) = {
     { "", "Tan", cuda_misc_unary_math },
     { "", "Asin", cuda_misc_unary_math },
     { "", "Acos", cuda_misc_unary_math },

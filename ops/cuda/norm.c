@@ -129,7 +129,7 @@ static int cuda_group_norm_grad(struct op_call *c)
     return 0;
 }
 
-const struct cuda_kernel_entry cuda_kernels_norm[] = {
+CUDA_KERNEL_TABLE(norm) = {
     { "", "RMSNormalization", cuda_rms_norm },
     { "dtrexec", "RMSNormGrad", cuda_rms_norm_grad },
     { "", "GroupNormalization", cuda_group_norm },

@@ -38,7 +38,7 @@ static int cuda_dynamic_quantize_linear(struct op_call *c)
     return 0;
 }
 
-const struct cuda_kernel_entry cuda_kernels_quant[] = {
+CUDA_KERNEL_TABLE(quant) = {
     { "", "QuantizeLinear", cuda_quantize_linear },
     { "", "DequantizeLinear", cuda_dequantize_linear },
     { "", "DynamicQuantizeLinear", cuda_dynamic_quantize_linear },

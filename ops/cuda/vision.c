@@ -237,7 +237,7 @@ static int cuda_vision_unique(struct op_call *c)
 
 /* ---- the family's table ---------------------------------------------------- */
 
-const struct cuda_kernel_entry cuda_kernels_vision[] = {
+CUDA_KERNEL_TABLE(vision) = {
     { "", "CenterCropPad", cuda_vision_center_crop_pad },
     { "", "TensorScatter", cuda_vision_tensor_scatter },
     { "dtrexec", "TensorScatterGrad", cuda_vision_tensor_scatter },

@@ -157,7 +157,7 @@ static int cuda_dft_grad(struct op_call *c)
     return 0;
 }
 
-const struct cuda_kernel_entry cuda_kernels_window[] = {
+CUDA_KERNEL_TABLE(window) = {
     { "dtrexec", "DFTGrad", cuda_dft_grad },
     { "", "DFT", cuda_dft },
     { "", "STFT", cuda_dft },
