@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/params.h"
+#include "ops/attn-params.h"
 #include "runtime/runtime-impl.h"
 
 /* A loop whose condition never turns false is refused, not run forever. */

@@ -22,7 +22,7 @@
 #include "ops/cuda/attn-kernels.h"
 #include "ops/cuda/cuda-impl.h"
 #include "ops/nn-impl.h"
-#include "ops/params.h"
+#include "ops/attn-params.h"
 
 static cudaStream_t attn_stream(const struct op_call *c)
 {

@@ -19,7 +19,7 @@
 
 #include "ops/cuda/blas-kernels.h"
 #include "ops/cuda/cuda-impl.h"
-#include "ops/params.h"
+#include "ops/nn-params.h"
 
 /* One row-major product y[m, n] = alpha op(a) op(b) + beta y, with
  * lda/ldb the row lengths of a and b as stored. */

@@ -17,7 +17,7 @@
 
 #include "ops/cuda/layout-impl.h"
 #include "ops/cuda/layout-kernels.h"
-#include "ops/params.h"
+#include "ops/shape-params.h"
 #include "ops/shape-impl.h"
 
 /* ---- shared helpers -------------------------------------------------------- */

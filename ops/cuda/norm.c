@@ -10,7 +10,8 @@
 #include "ops/cuda/cuda-impl.h"
 #include "ops/cuda/norm-kernels.h"
 #include "ops/nn-impl.h"
-#include "ops/params.h"
+#include "ops/attn-params.h"
+#include "ops/nn-params.h"
 
 static cudaStream_t norm_stream(const struct op_call *c)
 {

@@ -10,7 +10,6 @@
  * no CUDA kernel: --device cuda reports that they run on the CPU only. */
 #include "ops/cuda/cuda-impl.h"
 #include "ops/cuda/quant-kernels.h"
-#include "ops/params.h"
 
 static int cuda_quant_run(struct op_call *c, int quantize)
 {

@@ -20,7 +20,6 @@
 #include "ops/cuda/layout-impl.h"
 #include "ops/cuda/vision-kernels.h"
 #include "ops/elementwise-impl.h"
-#include "ops/params.h"
 #include "ops/vision-impl.h"
 
 #define FLOATS_LIST "float, double"

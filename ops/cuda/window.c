@@ -18,7 +18,7 @@
 #include "ops/cuda/cuda-impl.h"
 #include "ops/cuda/window-kernels.h"
 #include "ops/nn-impl.h"
-#include "ops/params.h"
+#include "ops/nn-params.h"
 
 static int lp_win(const struct op_call *c, const struct tensor *x, struct pool_win *w, int64_t *planes)
 {
