@@ -4,6 +4,7 @@
  * for the op; the CUDA module is loaded for that when it can be. Views
  * (alias ops) run no kernel, so they run on every backend present. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cli/cli.h"
 #include "ops/ops.h"
@@ -11,7 +12,11 @@
 int cmd_ops(int argc, char **argv)
 {
     char why[1024];
+    char path[4096];
     const struct backend_module *cuda = backend_module_load("cuda", why, sizeof why);
+    /* Silent in a build without the module; a broken one is reported. */
+    if (!cuda && (getenv("DTRX_CUDA_MODULE") || !backend_module_find("cuda", path, sizeof path)))
+        fprintf(stderr, "dtrexec ops: the cuda backend is left out: %s\n", why);
     for (int i = 0;; i++) {
         const struct op_def *d = op_registry_at(i);
         if (!d)

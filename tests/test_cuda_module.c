@@ -2,7 +2,8 @@
  * (ops/backend_module.c): a host-only process maps none of the CUDA
  * libraries, `dtrexec --version` loads none of them, and a missing or broken
  * module (DTRX_CUDA_MODULE naming a file that does not exist, a file that
- * is no shared object, a shared object that is no dtrexec module) is
+ * is no shared object, a shared object that is no dtrexec module, the
+ * module with a CUDA library missing) is
  * refused with a message naming the file and what is wrong, through the
  * API and as a non-zero exit of the command. Runs the same with or without
  * a CUDA build and a GPU. */
@@ -114,6 +115,44 @@ START_TEST(not_a_module_refused)
 }
 END_TEST
 
+/* The module built here, with its dependency on the CUDA runtime renamed
+ * to a library that does not exist (as on a machine without CUDA): the
+ * dynamic loader's message names the missing library. Needs the module
+ * (CTest names it in DTRX_CUDA_MODULE); skipped in a build without CUDA. */
+static char built_module[4096];
+
+START_TEST(missing_cuda_library_named)
+{
+    if (!built_module[0]) {
+        printf("test_cuda_module: missing_cuda_library_named SKIPPED: no CUDA module in this build\n");
+        return;
+    }
+    FILE *f = fopen(built_module, "rb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+    long size = ftell(f);
+    ck_assert_int_gt(size, 0);
+    rewind(f);
+    char *bytes = malloc((size_t)size);
+    ck_assert_ptr_nonnull(bytes);
+    ck_assert_int_eq(fread(bytes, 1, (size_t)size, f), (size_t)size);
+    fclose(f);
+    int renamed = 0;
+    for (char *at = bytes; (at = memmem(at, (size_t)(bytes + size - at), "libcudart.so", 12)); at += 12, renamed++)
+        memcpy(at, "libnocuda.so", 12);
+    ck_assert_int_gt(renamed, 0);
+    char path[] = "/tmp/dtrx_module_XXXXXX.so";
+    int fd = mkstemps(path, 3);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, bytes, (size_t)size), size);
+    close(fd);
+    free(bytes);
+    expect_refused(path, "libnocuda.so");
+    ck_assert_msg(strstr(dtrx_last_error(), "cannot open shared object file"), "got: %s", dtrx_last_error());
+    unlink(path);
+}
+END_TEST
+
 int main(void)
 {
     TCase *tc;
@@ -123,5 +162,9 @@ int main(void)
     tcase_add_test(tc, missing_module_refused);
     tcase_add_test(tc, not_a_shared_object_refused);
     tcase_add_test(tc, not_a_module_refused);
+    tcase_add_test(tc, missing_cuda_library_named);
+    const char *m = getenv("DTRX_CUDA_MODULE");
+    if (m && !access(m, R_OK))
+        snprintf(built_module, sizeof built_module, "%s", m);
     return testutil_run(s);
 }
