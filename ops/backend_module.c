@@ -70,7 +70,9 @@ static int candidates(const char *name, char out[MODULE_CANDIDATES][PATH_MAX])
 {
     int n = 0;
     Dl_info info;
-    if (dladdr((void *)backend_module_load, &info) && info.dli_fname && beside(info.dli_fname, name, out[n], PATH_MAX))
+    char real[PATH_MAX];
+    if (dladdr((void *)backend_module_load, &info) && info.dli_fname && realpath(info.dli_fname, real) &&
+        beside(real, name, out[n], PATH_MAX))
         n++;
     char exe[PATH_MAX];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
