@@ -2,7 +2,8 @@
  * (ops/backend_module.c): a host-only process maps none of the CUDA
  * libraries, `dtrexec --version` loads none of them, and a missing or broken
  * module (DTRX_CUDA_MODULE naming a file that does not exist, a file that
- * is no shared object, a shared object that is no dtrexec module, the
+ * is no shared object, a shared object that is no dtrexec module, a module
+ * of another ABI, the
  * module with a CUDA library missing) is
  * refused with a message naming the file and what is wrong, through the
  * API and as a non-zero exit of the command. Runs the same with or without
@@ -115,6 +116,12 @@ START_TEST(not_a_module_refused)
 }
 END_TEST
 
+START_TEST(other_abi_refused)
+{
+    expect_refused(DTRX_FAKE_MODULE, "backend ABI");
+}
+END_TEST
+
 /* The module built here, with its dependency on the CUDA runtime renamed
  * to a library that does not exist (as on a machine without CUDA): the
  * dynamic loader's message names the missing library. Needs the module
@@ -162,6 +169,7 @@ int main(void)
     tcase_add_test(tc, missing_module_refused);
     tcase_add_test(tc, not_a_shared_object_refused);
     tcase_add_test(tc, not_a_module_refused);
+    tcase_add_test(tc, other_abi_refused);
     tcase_add_test(tc, missing_cuda_library_named);
     const char *m = getenv("DTRX_CUDA_MODULE");
     if (m && !access(m, R_OK))
