@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "ops/ops.h"
 
 struct subcommand {
     const char *name;
@@ -62,13 +63,11 @@ int main(int argc, char **argv)
         return cmd_run(2, run_help);
     }
     if (!strcmp(argv[1], "--version")) {
+        /* A device backend is listed when its module is found; it is not
+         * loaded (that is what `--device` does). */
+        char module[4096];
         printf("dtrexec %s\nbackends: cpu%s\n", DTRX_VERSION,
-#ifdef DTRX_HAVE_CUDA
-               ", cuda"
-#else
-               ""
-#endif
-        );
+               backend_module_find("cuda", module, sizeof module) ? "" : ", cuda");
         return CLI_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)

@@ -24,7 +24,7 @@
 #include <tgmath.h>
 
 #include "ops/elementwise-impl.h"
-#include "ops/params.h"
+#include "ops/elementwise-params.h"
 
 #define REAL_LIST "float, double, float16, bfloat16"
 #define PRELU_LIST REAL_LIST ", int32, int64, uint32, uint64"

@@ -16,7 +16,7 @@
 
 #include "ops/elementwise-impl.h"
 #include "ops/misc-impl.h"
-#include "ops/params.h"
+#include "ops/misc-params.h"
 
 #define FLOATS_LIST "float, double"
 

@@ -26,7 +26,7 @@
 
 #include "ops/elementwise-impl.h"
 #include "ops/misc-impl.h"
-#include "ops/params.h"
+#include "ops/misc-params.h"
 
 #define FLOATS_LIST "float, double"
 #define CUMPROD_LIST "float, double, int32, int64, uint32, uint64"

@@ -34,7 +34,7 @@
 #include <string.h>
 
 #include "ops/nn-impl.h"
-#include "ops/params.h"
+#include "ops/attn-params.h"
 
 enum {
     ATT_Q, ATT_K, ATT_V, ATT_MASK, ATT_PAST_K, ATT_PAST_V, ATT_NONPAD, ATT_N_IN

@@ -36,6 +36,10 @@ static int cpu_copy(void *ctx, void *dst, const void *src, size_t bytes)
 
 static int cpu_sync(void *ctx) { return 0; }
 
+static op_kernel_fn cpu_kernel(const struct op_def *def) { return def->kernel[BACKEND_CPU]; }
+
+static const char *cpu_last_error(const struct backend *b) { return "failed"; }
+
 const struct backend backend_cpu = {
     .kind = BACKEND_CPU,
     .name = "cpu",
@@ -45,4 +49,6 @@ const struct backend backend_cpu = {
     .copy_to_host = cpu_copy,
     .copy = cpu_copy,
     .synchronize = cpu_sync,
+    .kernel = cpu_kernel,
+    .last_error = cpu_last_error,
 };

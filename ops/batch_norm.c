@@ -33,7 +33,7 @@
 #include <stdlib.h>
 
 #include "ops/nn-impl.h"
-#include "ops/params.h"
+#include "ops/nn-params.h"
 
 void nn_batchnorm_inference(int64_t n, int64_t ch, int64_t spatial, const float *x,
                             const float *scale, const float *bias, const float *mean,

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "ops/elementwise-impl.h"
-#include "ops/params.h"
+#include "ops/misc-params.h"
 
 #define INT_LIST "int8, int16, int32, int64, uint8, uint16, uint32, uint64"
 #define UINT_LIST "uint8, uint16, uint32, uint64"

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "ops/elementwise-impl.h"
-#include "ops/params.h"
+#include "ops/elementwise-params.h"
 
 #define CAST_LIST "float, double, float16, bfloat16, int8..int64, uint8..uint64, bool"
 

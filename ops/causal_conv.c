@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "ops/nn-impl.h"
-#include "ops/params.h"
+#include "ops/attn-params.h"
 
 enum { CC_X, CC_W, CC_BIAS, CC_PAST, CC_N_IN };
 

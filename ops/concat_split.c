@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "ops/shape-impl.h"
-#include "ops/params.h"
+#include "ops/shape-params.h"
 
 static void axis_params_free(void *params)
 {

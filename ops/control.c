@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "ops/ops.h"
-#include "ops/params.h"
+#include "ops/attn-params.h"
 
 static int need_graph(const struct onnx_node *node, const char *attr, char *err, size_t err_size)
 {

@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "ops/nn-impl.h"
-#include "ops/params.h"
+#include "ops/nn-params.h"
 
 /* ---- attributes and geometry -------------------------------------------- */
 

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "ops/nn-impl.h"
-#include "ops/params.h"
+#include "ops/nn-params.h"
 
 static int ct_parse(const struct onnx_node *node, int version, void **params,
                     char *err, size_t err_size)

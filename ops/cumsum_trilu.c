@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "ops/elementwise-impl.h"
-#include "ops/params.h"
+#include "ops/shape-params.h"
 #include "ops/shape-impl.h"
 
 /* A host scalar (or 1-element tensor) of an integer type; -1 after a message. */

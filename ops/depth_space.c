@@ -15,7 +15,7 @@
 
 #include "ops/shape-impl.h"
 #include "ops/misc-impl.h"
-#include "ops/params.h"
+#include "ops/misc-params.h"
 
 static int depth_space_parse(const struct onnx_node *node, int version, void **params,
                              char *err, size_t err_size, int to_space)

@@ -21,7 +21,7 @@
 
 #include "ops/elementwise-impl.h"
 #include "ops/shape-impl.h"
-#include "ops/params.h"
+#include "ops/elementwise-params.h"
 
 static int dropout_parse(const struct onnx_node *node, int version, void **params,
                          char *err, size_t err_size)

@@ -37,7 +37,7 @@
 #include "ops/einsum-impl.h"
 #include "ops/elementwise-impl.h"
 #include "ops/nn-impl.h"
-#include "ops/params.h"
+#include "ops/shape-params.h"
 #include "ops/shape-impl.h"
 
 #define EIN_MAX_TERMS EINSUM_MAX_TERMS

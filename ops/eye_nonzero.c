@@ -17,7 +17,7 @@
 
 #include "ops/elementwise-impl.h"
 #include "ops/misc-impl.h"
-#include "ops/params.h"
+#include "ops/misc-params.h"
 
 #define EYE_LIST "float, double, int8, int16, int32, int64, uint8, uint16, uint32, uint64, " \
                  "bool, float16, bfloat16"

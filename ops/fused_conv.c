@@ -43,7 +43,7 @@
 #include <string.h>
 
 #include "ops/nn-impl.h"
-#include "ops/params.h"
+#include "ops/nn-params.h"
 
 enum {
     FC_IN_X = 0, FC_IN_W, FC_IN_B, FC_IN_SCALE, FC_IN_BN_BIAS, FC_IN_MEAN, FC_IN_VAR, FC_IN_R, FC_IN_CACHE,

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "ops/nn-impl.h"
-#include "ops/params.h"
+#include "ops/attn-params.h"
 
 static int gn_parse(const struct onnx_node *node, int version, void **params,
                     char *err, size_t err_size)

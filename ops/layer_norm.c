@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "ops/nn-impl.h"
-#include "ops/params.h"
+#include "ops/nn-params.h"
 
 static float row_sum(const float *x, int64_t n)
 {

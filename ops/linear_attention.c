@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "ops/nn-impl.h"
-#include "ops/params.h"
+#include "ops/attn-params.h"
 
 enum { LA_Q, LA_K, LA_V, LA_PAST, LA_DECAY, LA_BETA, LA_N_IN };
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "ops/elementwise-impl.h"
-#include "ops/params.h"
+#include "ops/elementwise-params.h"
 
 #define LOGIC_DEF(op, EXPR) EW_BINARY_INNER(op, uint8_t, uint8_t, uint8_t, (uint8_t)(EXPR))
 LOGIC_DEF(and_BOOL, (x != 0) & (y != 0))

@@ -22,7 +22,7 @@
 
 #include "ops/elementwise-impl.h"
 #include "ops/nn-impl.h"
-#include "ops/params.h"
+#include "ops/nn-params.h"
 #include "ops/pool-window.h"
 
 static int lp_parse(const struct onnx_node *node, int version, void **params, char *err,

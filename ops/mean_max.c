@@ -21,7 +21,6 @@
 
 #include "ops/elementwise-impl.h"
 #include "ops/misc-impl.h"
-#include "ops/params.h"
 
 #define FLOATS_LIST "float, double"
 

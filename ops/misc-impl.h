@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "ops/ops.h"
-#include "ops/params.h"
+#include "ops/shape-params.h"
 
 /* GlobalMaxPool (ops/mean_max.c) as the ReduceMax-18 call *r over the
  * spatial axes of c's input: r is c with op_reduce_max's def, and inputs

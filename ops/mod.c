@@ -15,7 +15,7 @@
 #include <tgmath.h>
 
 #include "ops/elementwise-impl.h"
-#include "ops/params.h"
+#include "ops/elementwise-params.h"
 
 #define MOD_LIST "int8, int16, int32, int64, uint8, uint16, uint32, uint64, float, double, " \
                  "float16, bfloat16"

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "ops/elementwise-impl.h"
-#include "ops/params.h"
+#include "ops/vision-params.h"
 #include "ops/vision-impl.h"
 
 static int nms_parse(const struct onnx_node *node, int version, void **params, char *err,

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "ops/elementwise-impl.h"
-#include "ops/params.h"
+#include "ops/shape-params.h"
 #include "ops/shape-impl.h"
 
 static int onehot_parse(const struct onnx_node *node, int version, void **params, char *err,

@@ -55,9 +55,14 @@ enum backend_kind {
     BACKEND_COUNT
 };
 
-/* A device's memory and transfer primitives. Tensor memory is not allocated
- * through this directly: the runtime's arena takes one block from `alloc` and
- * sub-allocates it, so that the budget is a real bound. */
+struct op_call;
+struct op_def;
+typedef int (*op_kernel_fn)(struct op_call *c);
+
+/* A device's memory and transfer primitives, and the kernels it has. Tensor
+ * memory is not allocated through this directly: the runtime's arena takes
+ * one block from `alloc` and sub-allocates it, so that the budget is a real
+ * bound. */
 struct backend {
     enum backend_kind kind;
     const char *name;
@@ -72,9 +77,51 @@ struct backend {
      * (measured costs); NULL where wall-clock time is exact (the host). */
     int (*timer_start)(void *ctx);
     double (*timer_stop_seconds)(void *ctx);
+    /* The kernel of operator `def` on this backend, NULL when it has none:
+     * the one way the runtime finds kernels, on the host and on a device
+     * alike (the host's answers def->kernel[BACKEND_CPU]). */
+    op_kernel_fn (*kernel)(const struct op_def *def);
+    /* What the last failed primitive (an allocation, a copy) reported. */
+    const char *(*last_error)(const struct backend *b);
+    /* Releases a backend a module opened; NULL for the host's. */
+    void (*close)(const struct backend *b);
 };
 
 extern const struct backend backend_cpu;
+
+/* ---- backend modules ------------------------------------------------------
+ * A device backend is a shared module, libdtrexec_<name>.so, that neither
+ * libdtrexec nor the dtrexec binary links: it is opened (dlopen) the first
+ * time a session asks for its device, so that host-only runs never load the
+ * device's libraries. It exports one symbol, BACKEND_MODULE_SYMBOL, of type
+ * struct backend_module. Search order (ops/backend_module.c): the file named
+ * by the environment variable DTRX_<NAME>_MODULE (only that one when set),
+ * then the folder of the library or executable holding libdtrexec (the
+ * build tree), then the install libdir fixed at build time. */
+#define BACKEND_MODULE_ABI 1
+#define BACKEND_MODULE_SYMBOL "dtrx_backend_module"
+
+struct backend_module {
+    int abi;                       /* BACKEND_MODULE_ABI of the module's build */
+    const char *name;              /* "cuda" */
+    /* Opens the device (shared by the process, reference counted; release
+     * with backend->close). NULL, with the reason in `why`, when none is
+     * usable. */
+    const struct backend *(*open)(char *why, size_t why_size);
+    /* The backend's kernel lookup, callable without a device open. */
+    op_kernel_fn (*kernel)(const struct op_def *def);
+    /* The (domain, name) of the index-th kernel of the module's own tables
+     * (for listings and tests); NULL past the end. */
+    const char *(*kernel_name_at)(int index, const char **domain);
+};
+
+/* The module of backend `name`, loaded once per process; NULL with the
+ * reason (what is missing: the module, the libraries it needs as the
+ * dynamic loader reports them, or its entry symbol) in `why`. */
+const struct backend_module *backend_module_load(const char *name, char *why, size_t why_size);
+/* The file backend_module_load would open first, without opening it: 0 and
+ * the path in `path` when one exists, else -1. */
+int backend_module_find(const char *name, char *path, size_t size);
 
 /* What a kernel may ask of whoever runs it. */
 struct op_env {
@@ -99,7 +146,6 @@ struct op_env {
     size_t err_size;
 };
 
-struct op_def;
 struct grad_ctx;
 
 struct op_call {
@@ -144,6 +190,9 @@ struct op_def {
      * Inputs flagged in host_inputs have their values readable on the host. */
     int (*infer)(struct op_call *c);
     struct op_cost (*cost)(const struct op_call *c);
+    /* kernel[BACKEND_CPU]: the host kernel. kernel[BACKEND_CUDA]: set only to
+     * op_host_bridge, for ops that run on host copies on a device; a device's
+     * own kernels live in its module and are found through backend.kernel. */
     int (*kernel[BACKEND_COUNT])(struct op_call *c);
     uint32_t host_inputs;          /* bit i: infer reads the values of input i */
     /* Output 0 is input 0's bytes under a new shape (Reshape, Squeeze, ...):

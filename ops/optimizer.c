@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "ops/ops.h"
-#include "ops/params.h"
+#include "ops/train-params.h"
 
 static int optimizer_parse(const struct onnx_node *n, int version, void **out, char *err, size_t err_size)
 {

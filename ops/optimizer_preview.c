@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "ops/ops.h"
-#include "ops/params.h"
+#include "ops/train-params.h"
 #include "ops/shape-impl.h"
 
 enum preview_kind { PREVIEW_ADAM, PREVIEW_ADAGRAD, PREVIEW_MOMENTUM };

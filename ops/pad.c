@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "ops/shape-impl.h"
-#include "ops/params.h"
+#include "ops/shape-params.h"
 
 enum pad_mode {
     PAD_MODE_CONSTANT = 0,

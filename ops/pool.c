@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "ops/nn-impl.h"
-#include "ops/params.h"
+#include "ops/nn-params.h"
 
 /* Range [*lo, *hi) of kernel taps k with 0 <= start + k*dil < n. */
 static void tap_range(int64_t start, int64_t dil, int64_t k, int64_t n, int64_t *lo, int64_t *hi)

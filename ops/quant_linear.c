@@ -33,7 +33,7 @@
 #include <string.h>
 
 #include "ops/elementwise-impl.h"
-#include "ops/params.h"
+#include "ops/quant-params.h"
 #include "ops/quant-impl.h"
 
 #define Q_PARALLEL_ELEMS 65536

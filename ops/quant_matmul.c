@@ -30,7 +30,7 @@
 
 #include "ops/elementwise-impl.h"
 #include "ops/nn-impl.h"
-#include "ops/params.h"
+#include "ops/nn-params.h"
 #include "ops/quant-impl.h"
 
 #define QMM_MAX_RANK TENSOR_MAX_RANK

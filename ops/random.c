@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "ops/elementwise-impl.h"
-#include "ops/params.h"
+#include "ops/train-params.h"
 #include "ops/shape-impl.h"
 
 static int random_float_type(int dt)

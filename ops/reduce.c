@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "ops/elementwise-impl.h"
-#include "ops/params.h"
+#include "ops/elementwise-params.h"
 
 #define NUMERIC_LIST "float, double, int8, int16, int32, int64, uint8, uint16, uint32, uint64"
 

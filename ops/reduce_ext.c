@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "ops/elementwise-impl.h"
-#include "ops/params.h"
+#include "ops/elementwise-params.h"
 
 /* The values are ABI: the CUDA kernels (ops/cuda/elem_reduce_ext_kernels.cu)
  * and the ReduceExtGrad `kind` attribute use them. */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "ops/shape-impl.h"
-#include "ops/params.h"
+#include "ops/shape-params.h"
 
 /* The gradient of every view: dy given the input's shape again (itself a
  * view, so no bytes move). Shape and axes inputs get none. */

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 
 #include "ops/shape-impl.h"
-#include "ops/params.h"
+#include "ops/shape-params.h"
 
 enum resize_coord {
     RESIZE_COORD_HALF_PIXEL = 0,

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "ops/nn-impl.h"
-#include "ops/params.h"
+#include "ops/shape-params.h"
 #include "ops/shape-impl.h"
 
 enum { COORD_ALIGN_CORNERS = 3, COORD_ASYMMETRIC = 4, COORD_TF_CROP = 5 };

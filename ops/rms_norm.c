@@ -15,7 +15,7 @@
 #include <stdlib.h>
 
 #include "ops/nn-impl.h"
-#include "ops/params.h"
+#include "ops/nn-params.h"
 
 static float row_sum_sq(const float *x, int64_t n)
 {

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 
 #include "ops/nn-impl.h"
-#include "ops/params.h"
+#include "ops/attn-params.h"
 
 static int rope_parse(const struct onnx_node *node, int version, void **params,
                       char *err, size_t err_size)

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "ops/ops.h"
-#include "ops/params.h"
+#include "ops/shape-params.h"
 
 enum scatter_reduction {
     SCATTER_NONE = 0,

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "ops/misc-impl.h"
-#include "ops/params.h"
+#include "ops/misc-params.h"
 #include "ops/shape-impl.h"
 
 extern const struct op_def op_gather;

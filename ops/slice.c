@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "ops/shape-impl.h"
-#include "ops/params.h"
+#include "ops/shape-params.h"
 
 static int slice_parse(const struct onnx_node *node, int version, void **params,
                        char *err, size_t err_size)

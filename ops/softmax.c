@@ -17,7 +17,7 @@
 #include <tgmath.h>
 
 #include "ops/elementwise-impl.h"
-#include "ops/params.h"
+#include "ops/elementwise-params.h"
 
 #define SM_BLOCK 64
 

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "ops/elementwise-impl.h"
-#include "ops/params.h"
+#include "ops/vision-params.h"
 #include "ops/shape-impl.h"
 #include "ops/vision-impl.h"
 

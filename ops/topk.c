@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "ops/elementwise-impl.h"
-#include "ops/params.h"
+#include "ops/shape-params.h"
 #include "ops/shape-impl.h"
 
 #ifdef _OPENMP

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "ops/shape-impl.h"
-#include "ops/params.h"
+#include "ops/shape-params.h"
 
 /* Copies n elements of `esize` bytes from a strided source to a contiguous
  * destination; fixed-size memcpy compiles to plain loads and stores. */

@@ -20,7 +20,7 @@
 #include <tgmath.h>
 
 #include "ops/elementwise-impl.h"
-#include "ops/params.h"
+#include "ops/elementwise-params.h"
 
 #define FLOATS_LIST "float, double"
 #define SIGNED_LIST "float, double, int8, int16, int32, int64"

@@ -19,7 +19,7 @@
 #include <tgmath.h>
 
 #include "ops/elementwise-impl.h"
-#include "ops/params.h"
+#include "ops/elementwise-params.h"
 
 #define REAL_LIST "float, double, float16, bfloat16"
 #define SIGN_LIST REAL_LIST ", int8, int16, int32, int64, uint8, uint16, uint32, uint64"

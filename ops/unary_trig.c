@@ -22,7 +22,7 @@
 #include <tgmath.h>
 
 #include "ops/elementwise-impl.h"
-#include "ops/params.h"
+#include "ops/misc-params.h"
 
 #define FLOATS_LIST "float, double"
 #define NUMERIC_LIST "float, double, int8, int16, int32, int64, uint8, uint16, uint32, uint64"

@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/params.h"
+#include "ops/attn-params.h"
 #include "runtime/call.h"
 #include "runtime/control.h"
 #include "runtime/emit.h"

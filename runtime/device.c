@@ -13,9 +13,6 @@
 #include <string.h>
 
 #include "runtime/device.h"
-#ifdef DTRX_HAVE_CUDA
-#include "ops/cuda/cuda.h"
-#endif
 
 #define DEVICE_KERNEL_SLOTS 1024   /* a power of two above the registry's size */
 #define DEVICE_MAX_HOST_INPUTS 32
@@ -50,11 +47,7 @@ struct rt_device {
 
 static const char *backend_error(const struct backend *b)
 {
-#ifdef DTRX_HAVE_CUDA
-    if (b->kind == BACKEND_CUDA)
-        return cuda_backend_last_error(b);
-#endif
-    return "failed";
+    return b->last_error ? b->last_error(b) : "failed";
 }
 
 static struct backend cpu_staged;
@@ -84,22 +77,21 @@ enum dtrx_status rt_device_open(struct dtrx_session *s)
         return open_cpu_staged(s);
     if (strcmp(name, "cuda"))
         return rt_fail(DTRX_ERR_INPUT, "unknown device '%s' (cpu, cuda)", name);
-#ifdef DTRX_HAVE_CUDA
-    char why[512] = "";
-    const struct backend *b = cuda_backend_open(why, sizeof why);
+    /* The device's backend module, loaded on first use (ops/backend_module.c). */
+    char why[1024] = "";
+    const struct backend_module *m = backend_module_load(name, why, sizeof why);
+    const struct backend *b = m ? m->open(why, sizeof why) : NULL;
     if (!b)
-        return rt_fail(DTRX_ERR_INPUT, "device 'cuda' is not available: %s", why[0] ? why : "unknown reason");
+        return rt_fail(DTRX_ERR_INPUT, "device '%s' is not available: %s", name, why[0] ? why : "unknown reason");
     struct rt_device *d = calloc(1, sizeof *d);
     if (!d) {
-        cuda_backend_close(b);
+        if (b->close)
+            b->close(b);
         return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     }
     d->backend = b;
     s->device = d;
     return DTRX_OK;
-#else
-    return rt_fail(DTRX_ERR_INPUT, "device 'cuda' is not available: this build has no CUDA backend (backends: cpu)");
-#endif
 }
 
 void rt_device_close(struct dtrx_session *s)
@@ -113,10 +105,8 @@ void rt_device_close(struct dtrx_session *s)
     }
     free(d->mirrors);
     free(d->stage);
-#ifdef DTRX_HAVE_CUDA
-    if (d->backend->kind == BACKEND_CUDA)
-        cuda_backend_close(d->backend);
-#endif
+    if (d->backend->close)
+        d->backend->close(d->backend);
     free(d);
     s->device = NULL;
 }
@@ -175,10 +165,7 @@ kernel_fn rt_kernel_of(struct dtrx_session *s, const struct op_def *def)
 {
     struct rt_device *d = s->device;
     if (!d)
-        return def->kernel[BACKEND_CPU];
-    kernel_fn k = def->kernel[d->backend->kind];
-    if (k)
-        return k;
+        return backend_cpu.kernel(def);
     size_t h = ((uintptr_t)def >> 4) * 2654435761u % DEVICE_KERNEL_SLOTS;
     for (size_t probe = 0; probe < DEVICE_KERNEL_SLOTS; probe++) {
         struct rt_kernel_slot *slot = &d->kernels[(h + probe) % DEVICE_KERNEL_SLOTS];
@@ -186,10 +173,7 @@ kernel_fn rt_kernel_of(struct dtrx_session *s, const struct op_def *def)
             return slot->kernel;
         if (slot->def)
             continue;
-#ifdef DTRX_HAVE_CUDA
-        if (d->backend->kind == BACKEND_CUDA)
-            slot->kernel = cuda_kernel_find(def->domain, def->name);
-#endif
+        slot->kernel = d->backend->kernel(def);
         slot->def = def;
         return slot->kernel;
     }

@@ -25,8 +25,6 @@
 #include "testcuda.h"
 #include "testops.h"
 
-#ifdef DTRX_HAVE_CUDA
-#include "ops/cuda/cuda.h"
 
 static const struct backend *dev;
 static uint32_t rng = 20260101u;
@@ -148,7 +146,7 @@ static void run_both(struct run *r)
     int version;
     void *params;
     const struct op_def *def = find_def(r, &version, &params);
-    cuda_kernel_fn gpu = cuda_kernel_find(r->domain, r->op);
+    op_kernel_fn gpu = testcuda_kernel(r->domain, r->op);
     ck_assert_msg(gpu != NULL, "no CUDA kernel for %s", r->op);
     struct tensor *din[MAX_IO] = { 0 };
     dev_inputs(r, def, din);
@@ -211,7 +209,7 @@ START_TEST(test_table)
         { "", "Attention" }, { "dtrexec", "AttentionGrad" },
     };
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-        ck_assert_msg(cuda_kernel_find(ops[i][0], ops[i][1]) != NULL, "no CUDA kernel for %s", ops[i][1]);
+        ck_assert_msg(testcuda_kernel(ops[i][0], ops[i][1]) != NULL, "no CUDA kernel for %s", ops[i][1]);
 }
 END_TEST
 
@@ -426,7 +424,7 @@ static void teardown(void)
 int main(void)
 {
     char why[256] = "";
-    dev = cuda_backend_open(why, sizeof why);
+    dev = testcuda_open(why, sizeof why);
     testcuda_dev = dev;
     testcuda_sync_frees = 1;   /* the kernels free scratch with work still queued */
     if (!dev) {
@@ -444,16 +442,7 @@ int main(void)
     tcase_add_test(tc, test_attention);
     suite_add_tcase(s, tc);
     int failed = testcuda_run(s);
-    cuda_backend_close(dev);
+    testcuda_close(dev);
     return failed ? 1 : 0;
 }
 
-#else
-
-int main(void)
-{
-    printf("test_cuda_attn: skipped, built without the CUDA backend (no nvcc, or DTRX_CUDA=OFF)\n");
-    return 0;
-}
-
-#endif

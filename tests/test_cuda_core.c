@@ -1,5 +1,5 @@
-/* tests/test_cuda_core.c — the CUDA backend's foundation: the kernel
- * registry over the families built in, opening the device (or failing to,
+/* tests/test_cuda_core.c — the CUDA backend's foundation: the module's
+ * kernel tables and lookup (every family's table found), opening the device (or failing to,
  * with a reason, and the runtime reporting it), the backend's memory, copy
  * and timer primitives, and the GEMM family (ops/cuda/blas.c) against the
  * CPU kernels on the same random inputs: every transpose combination,
@@ -7,7 +7,8 @@
  * path (folded, strided, per entry), MatMulTrans. Each CUDA product runs
  * twice and must repeat its bits (DTR's recomputation).
  *
- * Without a CUDA build the suite says so and passes; without a usable
+ * Without the CUDA module (a build without CUDA) the suite checks that the
+ * device is refused cleanly and passes; without a usable
  * device it checks the graceful failure and skips the device cases with a
  * message. */
 #include <check.h>
@@ -21,8 +22,6 @@
 #include "testcuda.h"
 #include "testops.h"
 
-#ifdef DTRX_HAVE_CUDA
-#include "ops/cuda/cuda.h"
 
 static const struct backend *dev;
 static char why[512];
@@ -32,18 +31,18 @@ static uint32_t rng = 4242u;
 
 START_TEST(registry_lists_and_finds)
 {
-    ck_assert_ptr_nonnull(cuda_kernel_find("", "Gemm"));
-    ck_assert_ptr_nonnull(cuda_kernel_find("", "MatMul"));
-    ck_assert_ptr_nonnull(cuda_kernel_find("dtrexec", "MatMulTrans"));
-    ck_assert_ptr_null(cuda_kernel_find("", "MatMulTrans"));   /* domains are distinct */
-    ck_assert_ptr_null(cuda_kernel_find("", "NoSuchOperator"));
-    ck_assert_ptr_null(cuda_kernel_name_at(-1, NULL));
+    ck_assert_ptr_nonnull(testcuda_kernel("", "Gemm"));
+    ck_assert_ptr_nonnull(testcuda_kernel("", "MatMul"));
+    ck_assert_ptr_nonnull(testcuda_kernel("dtrexec", "MatMulTrans"));
+    ck_assert_ptr_null(testcuda_kernel("", "MatMulTrans"));   /* domains are distinct */
+    ck_assert_ptr_null(testcuda_kernel("", "NoSuchOperator"));
+    ck_assert_ptr_null(testcuda_kernel_name_at(-1, NULL));
     int n = 0;
-    for (const char *dom, *name; (name = cuda_kernel_name_at(n, &dom)); n++) {
-        ck_assert_msg(cuda_kernel_find(dom, name) != NULL, "listed kernel %s/%s not found", dom, name);
+    for (const char *dom, *name; (name = testcuda_kernel_name_at(n, &dom)); n++) {
+        ck_assert_msg(testcuda_kernel(dom, name) != NULL, "listed kernel %s/%s not found", dom, name);
         /* Each (domain, name) once: a second entry would never be found. */
         for (int k = 0; k < n; k++) {
-            const char *dk, *nk = cuda_kernel_name_at(k, &dk);
+            const char *dk, *nk = testcuda_kernel_name_at(k, &dk);
             ck_assert_msg(strcmp(nk, name) || strcmp(dk, dom), "kernel %s/%s listed twice (%d and %d)", dom,
                           name, k, n);
         }
@@ -88,12 +87,12 @@ START_TEST(open_without_device_says_why)
     if (dev)
         return;   /* the device case is backend_primitives */
     char reason[256] = "";
-    const struct backend *b = cuda_backend_open(reason, sizeof reason);
+    const struct backend *b = testcuda_open(reason, sizeof reason);
     ck_assert_ptr_null(b);
     ck_assert_msg(reason[0] != 0, "no reason given");
-    cuda_backend_close(NULL);   /* harmless */
+    testcuda_close(NULL);   /* harmless */
     /* A second attempt fails the same way rather than crashing. */
-    ck_assert_ptr_null(cuda_backend_open(NULL, 0));
+    ck_assert_ptr_null(testcuda_open(NULL, 0));
 }
 END_TEST
 
@@ -108,9 +107,9 @@ START_TEST(backend_primitives)
     ck_assert_int_eq(dev->kind, BACKEND_CUDA);
     ck_assert_str_eq(dev->name, "cuda");
     /* Shared: a second open is the same backend, and closing it once keeps it. */
-    const struct backend *again = cuda_backend_open(NULL, 0);
+    const struct backend *again = testcuda_open(NULL, 0);
     ck_assert_ptr_eq(again, dev);
-    cuda_backend_close(again);
+    testcuda_close(again);
 
     enum { N = 1 << 16 };
     unsigned char *host = malloc(N), *back = malloc(N), *want = malloc(N);
@@ -199,7 +198,7 @@ static void compare_op(const char *domain, const char *op, int opset, struct onn
     ck_assert_msg(bytes == tensor_size_bytes(&y_cpu), "%s: shapes differ", label);
     y_dev.data = dev->alloc(dev->ctx, bytes ? bytes : 1);
     float *got = testops_alloc(bytes), *got2 = testops_alloc(bytes);
-    cuda_kernel_fn k = cuda_kernel_find(domain, op);
+    op_kernel_fn k = testcuda_kernel(domain, op);
     ck_assert_ptr_nonnull(k);
     for (int run = 0; run < 2; run++) {
         /* Poison the output: a kernel must write every element. */
@@ -321,27 +320,21 @@ static Suite *cuda_core_suite(void)
 
 int main(void)
 {
-    dev = cuda_backend_open(why, sizeof why);
+    if (!testcuda_module(why, sizeof why)) {
+        /* Without the module, asking for the device must still fail cleanly. */
+        if (dtrx_device_check("cuda") != DTRX_ERR_INPUT || !strstr(dtrx_last_error(), "not available")) {
+            printf("test_cuda_core: dtrx_device_check(\"cuda\") did not report the missing backend: %s\n",
+                   dtrx_last_error());
+            return 1;
+        }
+        printf("test_cuda_core: SKIPPED, no CUDA module (%s)\n", dtrx_last_error());
+        return 0;
+    }
+    dev = testcuda_open(why, sizeof why);
     if (!dev)
         printf("test_cuda_core: no CUDA device (%s): checking the failure paths, SKIPPING the device cases\n", why);
     int failed = testcuda_run(cuda_core_suite());
     testops_free_all();
-    cuda_backend_close(dev);
+    testcuda_close(dev);
     return failed ? 1 : 0;
 }
-
-#else
-
-int main(void)
-{
-    /* Without the backend, asking for it must still fail cleanly. */
-    if (dtrx_device_check("cuda") != DTRX_ERR_INPUT || !strstr(dtrx_last_error(), "not available")) {
-        printf("test_cuda_core: dtrx_device_check(\"cuda\") did not report the missing backend: %s\n",
-               dtrx_last_error());
-        return 1;
-    }
-    printf("test_cuda_core: SKIPPED, built without the CUDA backend (%s)\n", dtrx_last_error());
-    return 0;
-}
-
-#endif

@@ -29,8 +29,6 @@
 #include "testcuda.h"
 #include "testops.h"
 
-#ifdef DTRX_HAVE_CUDA
-#include "ops/cuda/cuda.h"
 
 static const struct backend *dev;
 static uint32_t rng = 777u;
@@ -251,7 +249,7 @@ static void run_gpu(const struct run *r, struct result *res)
     int version;
     void *params;
     const struct op_def *def = find_def(r, &version, &params, res->err, sizeof res->err);
-    cuda_kernel_fn kernel = cuda_kernel_find(r->domain, r->op);
+    op_kernel_fn kernel = testcuda_kernel(r->domain, r->op);
     ck_assert_msg(kernel != NULL, "no CUDA kernel for %s", r->op);
     const struct tensor *in[MAX_IO];
     struct tensor *out[MAX_IO];
@@ -1437,24 +1435,14 @@ static Suite *cuda_elem_suite(void)
 int main(void)
 {
     char why[512] = "";
-    dev = cuda_backend_open(why, sizeof why);
+    dev = testcuda_open(why, sizeof why);
     testcuda_dev = dev;
     if (!dev) {
         printf("test_cuda_elem: SKIPPED, no usable CUDA device: %s\n", why);
         return 0;
     }
     int failed = testcuda_run(cuda_elem_suite());
-    cuda_backend_close(dev);
+    testcuda_close(dev);
     return failed ? 1 : 0;
 }
 
-#else
-
-int main(void)
-{
-    printf("test_cuda_elem: SKIPPED, built without the CUDA backend (nvcc not found or "
-           "DTRX_CUDA=OFF)\n");
-    return 0;
-}
-
-#endif

@@ -21,8 +21,6 @@
 #include "testcuda.h"
 #include "testops.h"
 
-#ifdef DTRX_HAVE_CUDA
-#include "ops/cuda/cuda.h"
 
 static const struct backend *dev;
 static uint32_t rng = 20240611u;
@@ -119,7 +117,7 @@ static void run_both(struct run *r)
     int version;
     void *params;
     const struct op_def *def = find_def(r, &version, &params);
-    cuda_kernel_fn gpu = cuda_kernel_find(r->domain, r->op);
+    op_kernel_fn gpu = testcuda_kernel(r->domain, r->op);
     ck_assert_msg(gpu != NULL, "no CUDA kernel for %s", r->op);
 
     /* device inputs first: the CPU kernel may update inputs in place */
@@ -361,7 +359,7 @@ START_TEST(test_conv_no_scratch)
     y.data = testcuda_alloc(tensor_size_bytes(&y));
     testcuda_scratch_live = 0;
     testcuda_scratch_refuse = 1;
-    int rc = cuda_kernel_find("", "Conv")(&c);
+    int rc = testcuda_kernel("", "Conv")(&c);
     testcuda_scratch_refuse = 0;
     ck_assert_int_eq(rc, -1);
     ck_assert_msg(env.scratch_failed, "scratch_failed not set");
@@ -701,14 +699,14 @@ START_TEST(test_table)
         { "dtrexec", "SoftmaxGrad" }, { "dtrexec", "LogSoftmaxGrad" },
     };
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-        ck_assert_msg(cuda_kernel_find(ops[i][0], ops[i][1]) != NULL, "no CUDA kernel for %s", ops[i][1]);
+        ck_assert_msg(testcuda_kernel(ops[i][0], ops[i][1]) != NULL, "no CUDA kernel for %s", ops[i][1]);
 }
 END_TEST
 
 int main(void)
 {
     char why[256] = "";
-    dev = cuda_backend_open(why, sizeof why);
+    dev = testcuda_open(why, sizeof why);
     testcuda_dev = dev;
     if (!dev) {
         printf("test_cuda_nn: skipped, no CUDA device: %s\n", why);
@@ -729,16 +727,7 @@ int main(void)
     tcase_add_test(tc, test_softmax);
     suite_add_tcase(s, tc);
     int failed = testcuda_run(s);
-    cuda_backend_close(dev);
+    testcuda_close(dev);
     return failed ? 1 : 0;
 }
 
-#else
-
-int main(void)
-{
-    printf("test_cuda_nn: skipped, built without the CUDA backend (no nvcc, or DTRX_CUDA=OFF)\n");
-    return 0;
-}
-
-#endif

@@ -22,6 +22,34 @@ struct onnx_attr a_str(const char *name, const char *v)
                                .s_len = strlen(v) };
 }
 
+/* ---- the CUDA module ---- */
+
+const struct backend *testcuda_open(char *why, size_t why_size)
+{
+    const struct backend_module *m = testcuda_module(why, why_size);
+    return m ? m->open(why, why_size) : NULL;
+}
+
+void testcuda_close(const struct backend *b)
+{
+    if (b && b->close)
+        b->close(b);
+}
+
+op_kernel_fn testcuda_kernel(const char *domain, const char *op)
+{
+    const struct backend_module *m = testcuda_module(NULL, 0);
+    int version = 0;
+    const struct op_def *def = op_registry_find(domain, op, 100000, &version);
+    return m && def ? m->kernel(def) : NULL;
+}
+
+const char *testcuda_kernel_name_at(int index, const char **domain)
+{
+    const struct backend_module *m = testcuda_module(NULL, 0);
+    return m && m->kernel_name_at ? m->kernel_name_at(index, domain) : NULL;
+}
+
 /* ---- device memory ---- */
 
 const struct backend *testcuda_dev;

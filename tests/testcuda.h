@@ -2,7 +2,8 @@
  * share: attribute builders, counted device scratch for op_env, device
  * blocks freed in one call, host/device tensor copies, and the op_def lookup
  * with its attributes parsed. It speaks only to a struct backend (set
- * testcuda_dev once the device is open), so it builds without CUDA too.
+ * testcuda_dev once the device is open) and the module's struct
+ * backend_module, so it builds without CUDA too.
  * Check assertions fail the running test on any device error. */
 #ifndef DTRX_TESTCUDA_H
 #define DTRX_TESTCUDA_H
@@ -50,6 +51,23 @@ const struct op_def *testcuda_find_def(const char *domain, const char *op, int o
                                        int n_in, int n_out, const struct onnx_attr *attrs, int n_attrs,
                                        const char *what, int *version, void **params, char *err,
                                        size_t err_size);
+
+/* ---- the CUDA module ---- */
+/* The CUDA backend module, NULL with the reason in `why` when there is
+ * none (a build without CUDA) or it cannot be loaded. From
+ * tests/testcuda_module.c (the module the build made, found through
+ * DTRX_CUDA_MODULE) or, in the host emulator, tests/cuda_emu/stub.c. */
+const struct backend_module *testcuda_module(char *why, size_t why_size);
+/* The module's device (shared, reference counted), NULL with the reason in
+ * `why` without a module or a usable device. */
+const struct backend *testcuda_open(char *why, size_t why_size);
+/* Releases what testcuda_open returned (NULL is harmless). */
+void testcuda_close(const struct backend *b);
+/* The module's kernel for domain/op (the registry's op_def of that name,
+ * any version), NULL when the op or its kernel does not exist. */
+op_kernel_fn testcuda_kernel(const char *domain, const char *op);
+/* The index-th (domain, name) of the module's kernel tables; NULL past the end. */
+const char *testcuda_kernel_name_at(int index, const char **domain);
 
 /* ---- running ---- */
 /* Runs the suite in this process (a CUDA context does not survive fork())

@@ -22,7 +22,7 @@
 #include "ops/cuda/attn-kernels.h"
 #include "ops/cuda/cuda-impl.h"
 #include "ops/nn-impl.h"
-#include "ops/params.h"
+#include "ops/attn-params.h"
 
 static cudaStream_t attn_stream(const struct op_call *c)
 {
@@ -330,7 +330,7 @@ static int cuda_attention_grad(struct op_call *c)
     return rc;
 }
 
-const struct cuda_kernel_entry cuda_kernels_attn[] = {
+CUDA_KERNEL_TABLE(attn) = {
     { "", "Attention", cuda_attention },
     { "dtrexec", "AttentionGrad", cuda_attention_grad },
     { "", "RotaryEmbedding", cuda_rotary },

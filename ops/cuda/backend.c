@@ -225,6 +225,7 @@ static int create(struct cuda_backend *cb, char *why, size_t why_size)
         .alloc = cuda_alloc, .free = cuda_free,
         .copy_to_device = cuda_copy_to_device, .copy_to_host = cuda_copy_to_host, .copy = cuda_copy,
         .synchronize = cuda_sync, .timer_start = cuda_timer_start, .timer_stop_seconds = cuda_timer_stop_seconds,
+        .kernel = cuda_kernel_of, .last_error = cuda_backend_last_error, .close = cuda_backend_close,
     };
     return 0;
 }

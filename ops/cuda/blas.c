@@ -19,7 +19,7 @@
 
 #include "ops/cuda/blas-kernels.h"
 #include "ops/cuda/cuda-impl.h"
-#include "ops/params.h"
+#include "ops/nn-params.h"
 
 /* One row-major product y[m, n] = alpha op(a) op(b) + beta y, with
  * lda/ldb the row lengths of a and b as stored. */
@@ -214,7 +214,7 @@ static int matmul_trans_cuda(struct op_call *c)
     return matmul_run(c, &s);
 }
 
-const struct cuda_kernel_entry cuda_kernels_blas[] = {
+CUDA_KERNEL_TABLE(blas) = {
     { "", "Gemm", gemm_cuda },
     { "", "MatMul", matmul_cuda },
     { "dtrexec", "MatMulTrans", matmul_trans_cuda },

@@ -3,12 +3,13 @@
  * and cuDNN failures into op_error() messages, and the kernel tables.
  *
  * Layout of a family: host code in ops/cuda/<family>.c (plain C: shapes,
- * parameters from ops/params.h, library calls, launches), device code in
- * ops/cuda/<family>_kernels.cu exposing extern "C" launchers declared in
- * ops/cuda/<family>-kernels.h. Each family exports one table
- *     const struct cuda_kernel_entry cuda_kernels_<family>[];
- * ending with a zero entry, and lists it once in ops/cuda/registry.c.
- * Not for use outside ops/cuda/. */
+ * parameters from the family's ops/ header, library calls, launches), device
+ * code in ops/cuda/<family>_kernels.cu exposing extern "C" launchers declared
+ * in ops/cuda/<family>-kernels.h. Each host file with kernels defines one
+ * table, ending with a zero entry:
+ *     CUDA_KERNEL_TABLE(family) = { { "", "Op", cuda_op }, ..., { 0 } };
+ * which registers itself (module.c finds every table in the link); nothing
+ * else lists it. Not for use outside ops/cuda/. */
 #ifndef DTRX_OPS_CUDA_IMPL_H
 #define DTRX_OPS_CUDA_IMPL_H
 
@@ -37,6 +38,16 @@ struct cuda_kernel_entry {
     const char *name;
     cuda_kernel_fn kernel;
 };
+
+/* Defines the table cuda_kernels_<family>[] and registers it: a pointer to
+ * it goes into the linker section dtrx_cuda_kernels, which module.c walks
+ * (__start_/__stop_dtrx_cuda_kernels). Sanitizers leave variables in named
+ * sections unpadded, so the section stays an array. */
+#define CUDA_KERNEL_TABLE(family)                                                             \
+    extern const struct cuda_kernel_entry cuda_kernels_##family[];                            \
+    __attribute__((used, section("dtrx_cuda_kernels")))                                       \
+    const struct cuda_kernel_entry *const cuda_kernel_table_##family = cuda_kernels_##family; \
+    const struct cuda_kernel_entry cuda_kernels_##family[]
 
 /* Each returns op_error(c, ...) (-1) on failure, 0 on success. */
 #define CUDA_TRY(c, expr)                                                                  \

@@ -14,7 +14,7 @@
 
 #include "ops/cuda/elem-impl.h"
 #include "ops/elementwise-impl.h"
-#include "ops/params.h"
+#include "ops/elementwise-params.h"
 
 #define NUMERIC_LIST "float, double, int8, int16, int32, int64, uint8, uint16, uint32, uint64"
 
@@ -208,7 +208,7 @@ int cuda_elem_max_min_grad(struct op_call *c)
 
 /* ---- the family's table ------------------------------------------------------------ */
 
-const struct cuda_kernel_entry cuda_kernels_elem[] = {
+CUDA_KERNEL_TABLE(elem) = {
     { "", "Add", cuda_elem_add },
     { "", "Sub", cuda_elem_sub },
     { "", "Mul", cuda_elem_mul },

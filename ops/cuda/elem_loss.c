@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "ops/cuda/elem-impl.h"
-#include "ops/params.h"
+#include "ops/train-params.h"
 #include "ops/rnn-impl.h"
 
 enum { LOSS_IN_SCORES, LOSS_IN_TARGET, LOSS_IN_WEIGHT, LOSS_IN_DY, LOSS_IN_DLOG_PROB };

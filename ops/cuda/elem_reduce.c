@@ -11,7 +11,7 @@
 
 #include "ops/cuda/elem-impl.h"
 #include "ops/elementwise-impl.h"
-#include "ops/params.h"
+#include "ops/elementwise-params.h"
 
 #define NUMERIC_LIST "float, double, int8, int16, int32, int64, uint8, uint16, uint32, uint64"
 

@@ -12,7 +12,7 @@
 
 #include "ops/cuda/elem-impl.h"
 #include "ops/elementwise-impl.h"
-#include "ops/params.h"
+#include "ops/elementwise-params.h"
 
 #define RX_TYPES "float, double, int32, int64, uint32, uint64"
 

@@ -10,7 +10,7 @@
 
 #include "ops/cuda/elem-impl.h"
 #include "ops/elementwise-impl.h"
-#include "ops/params.h"
+#include "ops/elementwise-params.h"
 
 #define FLOATS_LIST "float, double"
 #define SIGNED_LIST "float, double, int8, int16, int32, int64"

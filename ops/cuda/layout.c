@@ -17,7 +17,7 @@
 
 #include "ops/cuda/layout-impl.h"
 #include "ops/cuda/layout-kernels.h"
-#include "ops/params.h"
+#include "ops/shape-params.h"
 #include "ops/shape-impl.h"
 
 /* ---- shared helpers -------------------------------------------------------- */
@@ -616,7 +616,7 @@ static int cuda_pad_grad(struct op_call *c)
 
 /* ---- the family's table ------------------------------------------------------------ */
 
-const struct cuda_kernel_entry cuda_kernels_layout[] = {
+CUDA_KERNEL_TABLE(layout) = {
     { "", "Transpose", cuda_transpose },
     { "", "Concat", cuda_concat },
     { "", "Split", cuda_split },

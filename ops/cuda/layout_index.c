@@ -9,7 +9,7 @@
  * of the destinations (see layout-kernels.h): the same sums in the same
  * order as the CPU's, on every run. */
 #include "ops/cuda/layout-impl.h"
-#include "ops/params.h"
+#include "ops/shape-params.h"
 #include "ops/shape-impl.h"
 
 /* Widest unit (<= 16 bytes) that divides a run of `bytes` and both bases. */

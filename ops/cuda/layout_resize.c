@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "ops/cuda/layout-impl.h"
-#include "ops/params.h"
+#include "ops/shape-params.h"
 #include "ops/shape-impl.h"
 
 _Static_assert(sizeof(struct resize_tap) == sizeof(struct layout_tap), "resize_tap and layout_tap must match");

@@ -14,7 +14,7 @@
 
 #include "ops/cuda/index-kernels.h"
 #include "ops/cuda/layout-impl.h"
-#include "ops/params.h"
+#include "ops/shape-params.h"
 #include "ops/scatter-impl.h"
 #include "ops/shape-impl.h"
 

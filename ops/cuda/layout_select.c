@@ -10,7 +10,7 @@
 #include "ops/cuda/index-kernels.h"
 #include "ops/cuda/layout-impl.h"
 #include "ops/elementwise-impl.h"
-#include "ops/params.h"
+#include "ops/shape-params.h"
 #include "ops/shape-impl.h"
 
 #define SELECT_TYPES "float, double, int8, int16, int32, int64, uint8, uint16, uint32, uint64"

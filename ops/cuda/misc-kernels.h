@@ -1,7 +1,7 @@
 /* ops/cuda/misc-kernels.h — the launchers of ops/cuda/misc_kernels.cu, the
  * device code of the "misc" family (ops/cuda/misc.c): the operators of
  * issue 18's long tail. Plain C types only: dtypes are enum onnx_dtype
- * values, functions enum unary_math_fn values (ops/params.h). Every launcher
+ * values, functions enum unary_math_fn values (ops/misc-params.h). Every launcher
  * queues its kernel on `stream` and returns cudaSuccess, the launch error,
  * or cudaErrorNotSupported when no kernel exists for the dtype. All of them
  * are deterministic: each output element is computed by one thread from

@@ -21,7 +21,7 @@
  *
  * Shapes, dtypes and attributes have been checked by the CPU op_def's
  * infer() before a kernel runs; the parameters are the ones its parse()
- * made (ops/params.h). Device code: ops/cuda/misc_kernels.cu. */
+ * made (ops/misc-params.h). Device code: ops/cuda/misc_kernels.cu. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,7 +31,7 @@
 #include "ops/elementwise-impl.h"
 #include "ops/grid_sample-impl.h"
 #include "ops/misc-impl.h"
-#include "ops/params.h"
+#include "ops/misc-params.h"
 
 /* ---- one-input math (ops/unary_trig.c) ----------------------------------- */
 
@@ -384,7 +384,7 @@ static int cuda_misc_grid_sample(struct op_call *c)
 int cuda_misc_causal_conv(struct op_call *c);
 int cuda_misc_linear_attention(struct op_call *c);
 
-const struct cuda_kernel_entry cuda_kernels_misc[] = {
+CUDA_KERNEL_TABLE(misc) = {
     { "", "Tan", cuda_misc_unary_math },
     { "", "Asin", cuda_misc_unary_math },
     { "", "Acos", cuda_misc_unary_math },

@@ -14,7 +14,7 @@
 #include "ops/det-impl.h"
 #include "ops/grid_sample-impl.h"
 #include "ops/misc-impl.h"
-#include "ops/params.h"
+#include "ops/misc-params.h"
 
 namespace {
 

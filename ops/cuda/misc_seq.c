@@ -10,7 +10,7 @@
 #include "ops/cuda/elem-impl.h"
 #include "ops/cuda/misc-kernels.h"
 #include "ops/nn-impl.h"
-#include "ops/params.h"
+#include "ops/attn-params.h"
 
 static const float *in_or_null(const struct op_call *c, int i)
 {

@@ -4,7 +4,7 @@
  *
  * The family's CPU semantics are ops/conv.c, conv_transpose.c, pool.c,
  * batch_norm.c, layer_norm.c and softmax.c; parameters come from
- * ops/params.h and geometry from the CPU files' own resolvers
+ * ops/nn-params.h and geometry from the CPU files' own resolvers
  * (ops/nn-impl.h), so both backends read a node the same way. Scratch is
  * taken with nn_scratch_alloc (device memory from the budget's arena, which
  * sets op_env.scratch_failed when it cannot be had), all of it before the

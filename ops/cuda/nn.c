@@ -4,7 +4,7 @@
  * gradients cuDNN has no exact match for. See nn-cuda.h. */
 #include "ops/cuda/nn-cuda.h"
 
-const struct cuda_kernel_entry cuda_kernels_nn[] = {
+CUDA_KERNEL_TABLE(nn) = {
     { "", "Conv", cuda_conv },
     { "dtrexec", "ConvGradData", cuda_conv_grad_data },
     { "dtrexec", "ConvGradWeight", cuda_conv_grad_weight },

@@ -34,7 +34,7 @@
 #include <string.h>
 
 #include "ops/cuda/nn-cuda.h"
-#include "ops/params.h"
+#include "ops/nn-params.h"
 
 enum conv_dir { CONV_FWD = 0, CONV_BWD_DATA, CONV_BWD_FILTER, CONV_DIR_COUNT };
 

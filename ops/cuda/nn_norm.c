@@ -15,7 +15,7 @@
  * in its graph API. The kernels are memory-bound passes whose sums are split
  * by shape only (deterministic, double accumulation per channel). */
 #include "ops/cuda/nn-cuda.h"
-#include "ops/params.h"
+#include "ops/nn-params.h"
 
 /* ---- BatchNormalization ------------------------------------------------------ */
 

@@ -10,7 +10,7 @@
  * maximum the way ops/pool.c does. Pooling is memory-bound; one kernel that
  * reads the CPU semantics directly is as fast and exact in every mode. */
 #include "ops/cuda/nn-cuda.h"
-#include "ops/params.h"
+#include "ops/nn-params.h"
 
 int cuda_maxpool(struct op_call *c)
 {

@@ -11,7 +11,7 @@
 #include <limits.h>
 
 #include "ops/cuda/nn-cuda.h"
-#include "ops/params.h"
+#include "ops/elementwise-params.h"
 
 static int softmax_geometry(const struct op_call *c, const struct tensor *x, int64_t dims[3])
 {

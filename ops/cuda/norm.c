@@ -10,7 +10,8 @@
 #include "ops/cuda/cuda-impl.h"
 #include "ops/cuda/norm-kernels.h"
 #include "ops/nn-impl.h"
-#include "ops/params.h"
+#include "ops/attn-params.h"
+#include "ops/nn-params.h"
 
 static cudaStream_t norm_stream(const struct op_call *c)
 {
@@ -129,7 +130,7 @@ static int cuda_group_norm_grad(struct op_call *c)
     return 0;
 }
 
-const struct cuda_kernel_entry cuda_kernels_norm[] = {
+CUDA_KERNEL_TABLE(norm) = {
     { "", "RMSNormalization", cuda_rms_norm },
     { "dtrexec", "RMSNormGrad", cuda_rms_norm_grad },
     { "", "GroupNormalization", cuda_group_norm },

@@ -10,7 +10,6 @@
  * no CUDA kernel: --device cuda reports that they run on the CPU only. */
 #include "ops/cuda/cuda-impl.h"
 #include "ops/cuda/quant-kernels.h"
-#include "ops/params.h"
 
 static int cuda_quant_run(struct op_call *c, int quantize)
 {
@@ -38,7 +37,7 @@ static int cuda_dynamic_quantize_linear(struct op_call *c)
     return 0;
 }
 
-const struct cuda_kernel_entry cuda_kernels_quant[] = {
+CUDA_KERNEL_TABLE(quant) = {
     { "", "QuantizeLinear", cuda_quantize_linear },
     { "", "DequantizeLinear", cuda_dequantize_linear },
     { "", "DynamicQuantizeLinear", cuda_dynamic_quantize_linear },

@@ -20,7 +20,6 @@
 #include "ops/cuda/layout-impl.h"
 #include "ops/cuda/vision-kernels.h"
 #include "ops/elementwise-impl.h"
-#include "ops/params.h"
 #include "ops/vision-impl.h"
 
 #define FLOATS_LIST "float, double"
@@ -237,7 +236,7 @@ static int cuda_vision_unique(struct op_call *c)
 
 /* ---- the family's table ---------------------------------------------------- */
 
-const struct cuda_kernel_entry cuda_kernels_vision[] = {
+CUDA_KERNEL_TABLE(vision) = {
     { "", "CenterCropPad", cuda_vision_center_crop_pad },
     { "", "TensorScatter", cuda_vision_tensor_scatter },
     { "dtrexec", "TensorScatterGrad", cuda_vision_tensor_scatter },

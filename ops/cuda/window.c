@@ -18,7 +18,7 @@
 #include "ops/cuda/cuda-impl.h"
 #include "ops/cuda/window-kernels.h"
 #include "ops/nn-impl.h"
-#include "ops/params.h"
+#include "ops/nn-params.h"
 
 static int lp_win(const struct op_call *c, const struct tensor *x, struct pool_win *w, int64_t *planes)
 {
@@ -157,7 +157,7 @@ static int cuda_dft_grad(struct op_call *c)
     return 0;
 }
 
-const struct cuda_kernel_entry cuda_kernels_window[] = {
+CUDA_KERNEL_TABLE(window) = {
     { "dtrexec", "DFTGrad", cuda_dft_grad },
     { "", "DFT", cuda_dft },
     { "", "STFT", cuda_dft },

@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include "ops/cuda/cuda-impl.h"
-#include "ops/params.h"
 
 /* ---- the CUDA runtime, on the host ------------------------------------------------------ */
 

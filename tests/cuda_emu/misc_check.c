@@ -15,7 +15,7 @@
 
 #include "ops/cuda/cuda-impl.h"
 #include "ops/cuda/layout-impl.h"
-#include "ops/params.h"
+#include "ops/misc-params.h"
 #include "ops/shape-impl.h"
 
 extern const struct cuda_kernel_entry cuda_kernels_misc[];

@@ -34,6 +34,7 @@ INC="-I$M -I$E -I/usr/local/cuda/include -I$B/gen $(pkg-config --cflags openblas
 printf '#include "shim.h"\nthread_local edim3 threadIdx, blockIdx;\nedim3 blockDim, gridDim;\nstd::barrier<> *emu_bar;\nemu_fibers *emu_fib;\n' > "$W/globals.cpp"
 g++ -std=c++20 -O1 -g $SAN $INC -c "$W/globals.cpp" -o "$W/globals.o"
 gcc -std=c11 -O1 -g $SAN $INC -c "$E/stub.c" -o "$W/stub.o"
+gcc -std=c11 -O1 -g $SAN $INC -c "$M/ops/cuda/module.c" -o "$W/module.o"
 gcc -std=c11 -O1 -g $SAN $INC -c "$M/tests/testops.c" -o "$W/testops.o"
 gcc -std=c11 -O1 -g $SAN $INC -c "$M/tests/testcuda.c" -o "$W/testcuda.o"
 gcc -std=c11 -D_GNU_SOURCE -O1 -g $SAN $INC -DDTRX_DATA_DIR='"x"' -DDTRX_SOURCE_DIR='"x"' -DDTRX_BINARY='"x"' \
@@ -55,9 +56,9 @@ for suite in $SUITES; do
         gcc -std=c11 -O1 -g $SAN $INC -c "$M/ops/cuda/$f.c" -o "$W/$f.o"
         objs="$objs $W/$f.o"
     done
-    gcc -std=c11 -O1 -g $SAN $INC -DDTRX_HAVE_CUDA=1 -c "$M/tests/test_cuda_$suite.c" -o "$W/test_$suite.o"
+    gcc -std=c11 -O1 -g $SAN $INC -c "$M/tests/test_cuda_$suite.c" -o "$W/test_$suite.o"
     g++ $SAN -o "$W/test_cuda_${suite}_emu" "$W/test_$suite.o" "$W"/testops.o "$W"/testutil.o "$W"/testcuda.o \
-        $objs "$W"/globals.o "$W"/stub.o \
+        $objs "$W"/globals.o "$W"/stub.o "$W"/module.o \
         "$B/libdtrexec.a" -lcheck_pic -lrt -lsubunit -lprotobuf-c $(pkg-config --libs openblas) -ldnnl -fopenmp -lm -lpthread
     CK_DEFAULT_TIMEOUT=1200 "$W/test_cuda_${suite}_emu"
 done

@@ -39,8 +39,9 @@ for f in elem elem_unary elem_activation elem_reduce elem_reduce_ext elem_loss; 
     gcc -std=c11 -O1 -g $SAN $INC -c "$M/ops/cuda/$f.c" -o "$W/$f.o"
 done
 gcc -std=c11 -O1 -g $SAN $INC -c "$E/stub.c" -o "$W/stub.o"
+gcc -std=c11 -O1 -g $SAN $INC -c "$M/ops/cuda/module.c" -o "$W/module.o"
 gcc -std=c11 -O1 -g $SAN $INC -c "$E/stub_elem.c" -o "$W/stub_elem.o"
-gcc -std=c11 -O1 -g $SAN $INC -DDTRX_HAVE_CUDA=1 -c "$M/tests/test_cuda_elem.c" -o "$W/test.o"
+gcc -std=c11 -O1 -g $SAN $INC -c "$M/tests/test_cuda_elem.c" -o "$W/test.o"
 gcc -std=c11 -O1 -g $SAN $INC -c "$M/tests/testops.c" -o "$W/testops.o"
 gcc -std=c11 -O1 -g $SAN $INC -c "$M/tests/testcuda.c" -o "$W/testcuda.o"
 gcc -std=c11 -O1 -g $SAN $INC -DDTRX_DATA_DIR='"x"' -DDTRX_SOURCE_DIR='"x"' -DDTRX_BINARY='"x"' \
@@ -49,7 +50,7 @@ g++ $SAN -o "$W/test_cuda_elem_emu" "$W"/test.o "$W"/testops.o "$W"/testcuda.o "
     "$W"/elem.o "$W"/elem_unary.o "$W"/elem_activation.o "$W"/elem_reduce.o "$W"/elem_reduce_ext.o "$W"/elem_loss.o \
     "$W"/elem_kernels.o "$W"/elem_unary_kernels.o "$W"/elem_cast_kernels.o "$W"/elem_activation_kernels.o \
     "$W"/elem_reduce_ext_kernels.o \
-    "$W"/globals.o "$W"/stub.o "$W"/stub_elem.o \
+    "$W"/globals.o "$W"/stub.o "$W"/module.o "$W"/stub_elem.o \
     "$B/libdtrexec.a" -lcheck_pic -lrt -lsubunit -lprotobuf-c $(pkg-config --libs openblas) -ldnnl -fopenmp -lm -lpthread
 CK_RUN_CASE=broadcast CK_DEFAULT_TIMEOUT=1200 "$W/test_cuda_elem_emu"
 CK_RUN_CASE=reduce_ext CK_DEFAULT_TIMEOUT=1200 "$W/test_cuda_elem_emu"

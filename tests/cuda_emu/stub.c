@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ops/cuda/cuda-impl.h"
+#include "tests/testcuda.h"
 
 cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKind k, cudaStream_t st) { memmove(d, s, n); return cudaSuccess; }
 cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t st) { memset(d, v, n); return cudaSuccess; }
@@ -55,22 +56,12 @@ static int e_to_dev(void *c, void *d, const void *s, size_t n) { memcpy(d, s, n)
 static int e_to_host(void *c, void *d, const void *s, size_t n) { memcpy(d, s, n); return 0; }
 static int e_sync(void *c) { return 0; }
 static const struct backend emu = { .kind = BACKEND_CUDA, .name = "cuda-emu", .ctx = &ctx, .alloc = e_alloc, .free = e_free,
-                                    .copy_to_device = e_to_dev, .copy_to_host = e_to_host, .synchronize = e_sync };
+                                    .copy_to_device = e_to_dev, .copy_to_host = e_to_host, .synchronize = e_sync,
+                                    .kernel = cuda_kernel_of };
 const struct backend *cuda_backend_open(char *why, size_t n) { return &emu; }
 void cuda_backend_close(const struct backend *b) {}
-/* The tables of the families a suite links (run.sh, run_elem.sh): weak,
- * absent ones are NULL. */
-extern const struct cuda_kernel_entry cuda_kernels_layout[] __attribute__((weak));
-extern const struct cuda_kernel_entry cuda_kernels_elem[] __attribute__((weak));
-extern const struct cuda_kernel_entry cuda_kernels_norm[] __attribute__((weak));
-extern const struct cuda_kernel_entry cuda_kernels_attn[] __attribute__((weak));
-cuda_kernel_fn cuda_kernel_find(const char *domain, const char *name)
-{
-    const struct cuda_kernel_entry *const tables[] = { cuda_kernels_layout, cuda_kernels_elem, cuda_kernels_norm,
-                                                       cuda_kernels_attn };
-    for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
-        for (const struct cuda_kernel_entry *e = tables[t]; e && e->name; e++)
-            if (!strcmp(e->name, name) && !strcmp(e->domain, domain ? domain : ""))
-                return e->kernel;
-    return NULL;
-}
+const char *cuda_backend_last_error(const struct backend *b) { return "emulated backend error"; }
+/* The module is ops/cuda/module.c itself (linked by run.sh, run_elem.sh)
+ * over the kernel tables of the families a suite links. */
+extern const struct backend_module dtrx_backend_module;
+const struct backend_module *testcuda_module(char *why, size_t why_size) { return &dtrx_backend_module; }

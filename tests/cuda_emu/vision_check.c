@@ -15,7 +15,6 @@
 
 #include "ops/cuda/cuda-impl.h"
 #include "ops/cuda/layout-impl.h"
-#include "ops/params.h"
 
 extern const struct cuda_kernel_entry cuda_kernels_vision[];
 

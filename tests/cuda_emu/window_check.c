@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "ops/cuda/cuda-impl.h"
-#include "ops/params.h"
 
 extern const struct cuda_kernel_entry cuda_kernels_window[];
 
