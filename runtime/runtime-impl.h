@@ -219,6 +219,7 @@ struct dtrx_session {
     struct arena arena;
     struct op_env env;
     char op_err[1024];
+    struct rt_string_heap *strings; /* bytes of the STRING elements made or bound (strings.c) */
 
     struct rt_train train;
     struct rt_budget budget;
@@ -420,5 +421,15 @@ void rt_value_release(struct dtrx_session *s, struct rt_value *v);
 size_t rt_value_bytes(const struct dtrx_session *s, const struct rt_value *v);
 /* Releases a value and frees the value itself. */
 void rt_value_destroy(struct dtrx_session *s, struct rt_value *v);
+
+/* ---- strings.c: the session's string heap -------------------------------- */
+struct rt_string_heap;
+/* Sets env.string_intern. */
+void rt_strings_init(struct dtrx_session *s);
+/* For a STRING tensor of n elements: *copy = its handles re-pointed at
+ * interned, session-owned bytes (free() it after copying it in); for other
+ * types *copy = NULL. */
+enum dtrx_status rt_strings_stable(struct dtrx_session *s, int dtype, const void *data, int64_t n, void **copy);
+void rt_strings_free(struct dtrx_session *s);
 
 #endif
