@@ -103,6 +103,11 @@
     X(op_array_feature_extractor) \
     X(op_tree_ensemble) \
     X(op_label_encoder) \
+    /* strings: ops/string.c, ops/regex.c */ \
+    X(op_string_normalizer) \
+    X(op_string_concat) \
+    X(op_string_split) \
+    X(op_regex_full_match) \
     /* EyeLike, NonZero of ops/eye_nonzero.c */ \
     X(op_eye_like) \
     X(op_nonzero) \
