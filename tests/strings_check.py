@@ -206,7 +206,8 @@ def budgeted(r):
     import json
     st = json.load(open(stats)) if rc == 0 else {}
     check("string chain at a budget of 5 string tensors: evicts, recomputes, same outputs",
-          rc == 0 and len(outs) == 3 and all(same(a, b) for a, b in zip(outs, base)) and st.get("evictions", 0) > 0,
+          rc == 0 and len(outs) == 3 and all(same(a, b) for a, b in zip(outs, base)) and st.get("evictions", 0) > 0 and
+          st.get("remats", 0) > 0,
           f"exit {rc} {err.strip()} stats {st}")
 
 
