@@ -7,6 +7,7 @@ helper and run by the dtrexec command.
 - string initializers (StringConcat with a suffix, Equal against a table,
   LabelEncoder version 1 both ways) and string outputs written as .pb;
 - StringSplit and RegexFullMatch against Python's str.split and re;
+- TfIdfVectorizer over string tokens against the same over integer ids;
 - budgeted runs with --verify-remat (string values evicted and recomputed
   must come back bit for bit) equal to the unbudgeted run;
 - training and --save of a model that holds a string initializer: the
@@ -182,6 +183,27 @@ def split_and_regex(r):
           rc == 0 and outs and same(outs[0], np.array(want, dtype=object)), f"exit {rc} {err.strip()} {outs}")
 
 
+def tfidf(r):
+    """TfIdfVectorizer over string tokens equals the same model over the
+    tokens' integer ids (whose path the node tests check)."""
+    vocab = ["the", "cat", "sat", "mat", "on"]
+    ids = {w: i + 10 for i, w in enumerate(vocab)}
+    rows = [["the", "cat", "sat", "on", "the", "mat"], ["a", "cat", "on", "mat", "the", "cat"]]
+    pool = ["cat", "mat", "the", "the", "cat", "cat", "sat", "on", "the"]     # 3 1-grams, then 3 2-grams
+    for mode in ["TF", "IDF", "TFIDF"]:
+        attrs = dict(mode=mode, min_gram_length=1, max_gram_length=2, max_skip_count=1, ngram_counts=[0, 3],
+                     ngram_indexes=[0, 1, 2, 3, 4, 5], weights=[1.0, 0.5, 2.0, 1.5, 0.25, 3.0])
+        ms = model([helper.make_node("TfIdfVectorizer", ["x"], ["y"], pool_strings=pool, **attrs)],
+                   [vi("x", S, [2, 6])], [vi("y", TensorProto.FLOAT, None)], opset=9)
+        mi = model([helper.make_node("TfIdfVectorizer", ["x"], ["y"], pool_int64s=[ids[w] for w in pool], **attrs)],
+                   [vi("x", TensorProto.INT64, [2, 6])], [vi("y", TensorProto.FLOAT, None)], opset=9)
+        rc1, err1, a = r.run(ms, {"x": np.array(rows, dtype=object)})
+        rc2, err2, b = r.run(mi, {"x": np.array([[ids.get(w, -5) for w in row] for row in rows], np.int64)})
+        check(f"TfIdfVectorizer {mode} over strings equals it over their ids",
+              rc1 == 0 and rc2 == 0 and a and b and same(a[0], b[0]) and np.asarray(a[0]).any(),
+              f"exit {rc1}/{rc2} {err1.strip()} {err2.strip()} {a} {b}")
+
+
 def budgeted(r):
     """A chain of string ops over a long vector: under a tight budget DTR
     evicts string values and recomputes them (--verify-remat checks the
@@ -321,6 +343,7 @@ def main():
         m, x, base = pipeline(r)
         initializers(r)
         split_and_regex(r)
+        tfidf(r)
         budgeted(r)
         training(r, tmp)
         no_gradient_through_strings(r)
