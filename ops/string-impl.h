@@ -12,8 +12,9 @@
  * it reproduces it bit for bit. A kernel that passes a string on copies the
  * handle.
  *
- * String operators (ops/string.c: StringNormalizer, StringConcat,
- * StringSplit; ops/regex.c: RegexFullMatch; Equal on strings in compare.c;
+ * String operators (ops/string.c: StringConcat and what they share;
+ * string_normalizer.c, string_split.c, regex.c: RegexFullMatch; Equal on
+ * strings in compare.c; TfIdfVectorizer's string tokens in tfidf.c;
  * LabelEncoder's string keys and values in ml_label_encoder.c) are not
  * differentiable, run on the host (op_host_bridge on a device: handles are
  * host pointers, only their 16 bytes travel), and read no locale: case
@@ -45,6 +46,10 @@ int op_string_set(struct op_call *c, struct tensor *t, int64_t i, const char *by
  * (capacity >= 2 * s->len: no mapping here more than doubles a character's
  * bytes); returns the bytes written. Invalid UTF-8 bytes pass unchanged. */
 size_t op_utf8_case(const struct onnx_string *s, int upper, char *out);
+
+/* 0 when input i is a STRING tensor; else -1 with "<what> is <dtype>; it
+ * must be a string tensor". */
+int op_string_need(struct op_call *c, int i, const char *what);
 
 /* Equal on STRING inputs (compare.c's kernel for dtype string). */
 int op_string_equal_cpu(struct op_call *c);
