@@ -5,11 +5,12 @@
  * (glibc regcomp/regexec) on a translation of the pattern: \d \D \w \W \s
  * \S become bracket expressions (also inside brackets: [\w.\-] is
  * [[:alnum:]_.-]), \b \B stay (glibc's GNU operators), escaped punctuation
- * and \t \n \r \f \v become literals, (?: becomes (, and the whole is
- * anchored as ^(...)$ for the full match. RE2 features that POSIX lacks
- * (lazy quantifiers, flags such as (?i), \pN classes, lookaround, which RE2
- * also lacks) are refused at load with a message naming the node, as is a
- * pattern regcomp rejects. Matching is byte-wise, with ASCII classes, as
+ * and \t \n \r \f \v become literals, . becomes [^\n] (RE2's . stops at a
+ * newline), (?: becomes (, and the whole is
+ * anchored as ^(...)$ for the full match. RE2 features the translation
+ * does not cover (lazy quantifiers, flags such as (?i), named groups, \pN
+ * and other letter escapes) are refused at load with a message naming the
+ * node, as is a pattern regcomp rejects. Matching is byte-wise, with ASCII classes, as
  * RE2's \w \d \s are. Not differentiable; host kernel (op_host_bridge on a
  * device). */
 #include <regex.h>
@@ -218,6 +219,9 @@ static int translate(const char *pat, size_t len, struct buf *out, char *err, si
             } else {
                 return ew_parse_error(err, err_size, "pattern: group flags and named groups (?...) are not supported");
             }
+        } else if (ch == '.') {
+            rc = puts_(out, "[^\n]");      /* RE2's . (without (?s)) does not match a newline; POSIX's does */
+            i++;
         } else if ((ch == '*' || ch == '+' || ch == '?' || ch == '}') && i + 1 < len && pat[i + 1] == '?') {
             return ew_parse_error(err, err_size, "pattern: lazy quantifiers (%c?) are not supported", ch);
         } else {

@@ -165,9 +165,10 @@ def split_and_regex(r):
         check(f"StringSplit delimiter={delim!r} maxsplit={maxsplit} against str.split",
               rc == 0 and len(outs) == 2 and same(outs[0], want_y) and same(outs[1], want_z),
               f"exit {rc} {err.strip()} {outs}")
-    words = ["abc123", "ABC", "a-b.c", "user@gmail.com", "x y", "", "tab\there", "[x]", "a^b", "q-z"]
+    words = ["abc123", "ABC", "a-b.c", "user@gmail.com", "x y", "", "tab\there", "[x]", "a^b", "q-z", "a\nb"]
     for pattern in [r"[a-z]+\d+", r"\w+", r"[\w.\-]+", r"(?:[a-z]+)@(gmail|yahoo)\.com", r"\S+\s\S+",
-                    r"a*", r"\D+", r"[^a-z]*", r"[]x[]+", r"[a^]+\^?b?", r"[q\-z]+", r"tab\there", r".{3,5}"]:
+                    r"a*", r"\D+", r"[^a-z]*", r"[]x[]+", r"[a^]+\^?b?", r"[q\-z]+", r"tab\there", r".{3,5}",
+                    r"a.b", r"a\sb"]:
         m = model([helper.make_node("RegexFullMatch", ["x"], ["y"], pattern=pattern)], [vi("x", S, [len(words)])],
                   [vi("y", TensorProto.BOOL, None)])
         want = np.array([re.fullmatch(pattern, w) is not None for w in words])
