@@ -1,7 +1,8 @@
 /* cli/cmd_check.c — `dtrexec check DIR…`: runs ONNX backend test folders
  * (model.onnx and test_data_set_N folders of input_N.pb, output_N.pb). Inputs bind by
  * position to the graph inputs; outputs compare by position with
- * |got - expected| <= atol + rtol * |expected| (NaN matches NaN). */
+ * |got - expected| <= atol + rtol * |expected| (NaN matches NaN); strings by
+ * their bytes. */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -70,6 +71,26 @@ static int is_float_type(int dtype)
            dtype == ONNX_DTYPE_BFLOAT16;
 }
 
+/* STRING elements compare by their bytes. */
+static int compare_strings(const struct onnx_string *got, const struct onnx_string *want, int64_t n, char *msg,
+                           size_t size)
+{
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; i < n; i++)
+        if (got[i].len != want[i].len || (want[i].len && memcmp(got[i].data, want[i].data, want[i].len))) {
+            bad++;
+            if (first < 0)
+                first = i;
+        }
+    if (!bad)
+        return 0;
+    snprintf(msg, size, "%lld of %lld strings differ; first at index %lld: got \"%.*s\", expected \"%.*s\"",
+             (long long)bad, (long long)n, (long long)first, (int)(got[first].len < 80 ? got[first].len : 80),
+             got[first].data ? got[first].data : "", (int)(want[first].len < 80 ? want[first].len : 80),
+             want[first].data ? want[first].data : "");
+    return -1;
+}
+
 /* 0 when `got` matches `want`; otherwise a reason in msg. */
 static int compare(const struct dtrx_tensor *got, const struct onnx_tensor *want,
                    const struct check_opts *o, char *msg, size_t size)
@@ -94,6 +115,8 @@ static int compare(const struct dtrx_tensor *got, const struct onnx_tensor *want
     }
     struct dtrx_tensor w = { .dtype = want->dtype, .rank = want->rank, .data = want->data };
     int64_t n = onnx_tensor_numel(want);
+    if (want->dtype == ONNX_DTYPE_STRING)
+        return compare_strings(got->data, want->data, n, msg, size);
     int exact = !is_float_type(want->dtype);
     int64_t bad = 0, first = -1;
     double worst = 0;

@@ -73,6 +73,17 @@ static Onnx__TensorProto *tensor_to_proto(struct save_ctx *s, const struct onnx_
     tp->has_data_type = 1;
     tp->data_type = t->dtype;
     tp->name = (char *)(t->name ? t->name : "");
+    if (t->dtype == ONNX_DTYPE_STRING) {
+        /* string_data, one entry per element, over the handles' own bytes */
+        int64_t n = onnx_tensor_numel(t);
+        const struct onnx_string *h = t->data;
+        if (n && !(tp->string_data = pool_alloc(&s->pool, n, sizeof *tp->string_data)))
+            return NULL;
+        tp->n_string_data = (size_t)n;
+        for (int64_t i = 0; i < n; i++)
+            tp->string_data[i] = (ProtobufCBinaryData){ .len = h[i].len, .data = (uint8_t *)h[i].data };
+        return tp;
+    }
     tp->has_raw_data = 1;
     tp->raw_data.len = (size_t)onnx_tensor_numel(t) * onnx_dtype_size(t->dtype);
     tp->raw_data.data = (uint8_t *)t->data;

@@ -41,9 +41,20 @@ enum onnx_dtype {
     ONNX_DTYPE_BFLOAT16 = 16,
 };
 
-/* Bytes per element of the numeric types we hold in memory; 0 for the rest. */
+/* Bytes per element of the types we hold in memory (a STRING element is a
+ * struct onnx_string handle); 0 for the rest. */
 size_t onnx_dtype_size(int dtype);
 const char *onnx_dtype_name(int dtype);
+
+/* One element of a STRING tensor: a fixed-size handle to `len` bytes of
+ * UTF-8 (not NUL-terminated; may hold NULs) that live elsewhere. Handles sit
+ * in a tensor's ordinary element storage, so layout operators move them like
+ * any 16-byte element; whoever made the tensor owns the bytes (a loaded
+ * onnx_tensor: the same block as its handles, see below). */
+struct onnx_string {
+    const char *data;              /* NULL allowed when len is 0 */
+    size_t len;
+};
 
 /* A decoded tensor: dense, row-major, native little-endian element data. */
 struct onnx_tensor {
@@ -51,7 +62,11 @@ struct onnx_tensor {
     int dtype;                     /* enum onnx_dtype */
     int rank;
     int64_t dims[ONNX_MAX_RANK];
-    void *data;                    /* numel * onnx_dtype_size(dtype) bytes, owned */
+    /* numel * onnx_dtype_size(dtype) bytes, owned. STRING tensors: the
+     * numel handles, followed in the same allocation by the bytes they point
+     * to (so one free() releases both; copy the handles only while the
+     * tensor lives). size_bytes counts the handles. */
+    void *data;
     size_t size_bytes;
 };
 
@@ -210,8 +225,9 @@ int64_t onnx_model_opset(const struct onnx_model *m, const char *domain);
 /* A tensor from a TensorProto .pb or a NumPy .npy file (chosen by content:
  * .npy v1-v3, little-endian, C order; its name is ""). External data in a .pb
  * is read relative to the file's directory. The result is written into *out
- * (fields owned by it; free with onnx_tensor_clear). Types without a fixed
- * element size (string, float8, int4, ...) are refused. */
+ * (fields owned by it; free with onnx_tensor_clear). STRING tensors come
+ * from string_data (.pb only); float8, int4 and the other sub-byte formats
+ * are refused. onnx_tensor_save writes STRING tensors as string_data. */
 int onnx_tensor_load(const char *path, struct onnx_tensor *out, char *err, size_t err_size);
 int onnx_tensor_save(const struct onnx_tensor *t, const char *path, char *err, size_t err_size);
 void onnx_tensor_clear(struct onnx_tensor *t);

@@ -462,12 +462,42 @@ static int count_error(const char *name, const char *field, size_t have, int64_t
                       have, (long long)want, shape);
 }
 
+/* A STRING tensor's string_data as handles followed by the bytes, in one
+ * block (see struct onnx_tensor). */
+static int strings_from_proto(const Onnx__TensorProto *tp, const char *name, int64_t numel, const char *shape,
+                              struct onnx_tensor *out, char *err, size_t size)
+{
+    if (tp->has_raw_data || (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL))
+        return onnx_error(err, size, "tensor '%s': a string tensor keeps its values in string_data, not in raw or "
+                          "external data", name);
+    if (tp->n_string_data != (size_t)numel)
+        return count_error(name, "string_data", tp->n_string_data, numel, shape, err, size);
+    size_t handles = (size_t)numel * sizeof(struct onnx_string), total = handles;
+    for (size_t i = 0; i < tp->n_string_data; i++) {
+        if (tp->string_data[i].len > ONNX_MAX_NUMEL || total > ONNX_MAX_NUMEL)
+            return onnx_error(err, size, "tensor '%s': string_data is absurdly large", name);
+        total += tp->string_data[i].len;
+    }
+    if (!(out->data = malloc(total ? total : 1)))
+        return onnx_error(err, size, "tensor '%s': out of memory allocating %zu bytes", name, total);
+    struct onnx_string *h = out->data;
+    char *bytes = (char *)out->data + handles;
+    for (size_t i = 0; i < tp->n_string_data; i++) {
+        size_t len = tp->string_data[i].len;
+        if (len)
+            memcpy(bytes, tp->string_data[i].data, len);
+        h[i] = (struct onnx_string){ .data = bytes, .len = len };
+        bytes += len;
+    }
+    return 0;
+}
+
 int onnx_tensor_from_proto(Onnx__TensorProto *tp, const char *base_dir, struct onnx_tensor *out,
                            char *err, size_t size)
 {
     memset(out, 0, sizeof *out);
     const char *name = tp->name ? tp->name : "";
-    int64_t numel;
+    int64_t numel = 0;
     if (tensor_header(tp, name, out, &numel, err, size) != 0)
         return -1;
     char shape[160];
@@ -484,6 +514,12 @@ int onnx_tensor_from_proto(Onnx__TensorProto *tp, const char *base_dir, struct o
     if (!out->name)
         return onnx_error(err, size, "tensor '%s': out of memory", name);
     out->size_bytes = bytes;
+    if (out->dtype == ONNX_DTYPE_STRING) {
+        if (strings_from_proto(tp, name, numel, shape, out, err, size) == 0)
+            return 0;
+        onnx_tensor_clear(out);
+        return -1;
+    }
 
     if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
         uint64_t offset = 0;

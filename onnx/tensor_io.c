@@ -245,14 +245,28 @@ int onnx_tensor_save(const struct onnx_tensor *t, const char *path, char *err, s
     tp.has_data_type = 1;
     tp.data_type = t->dtype;
     tp.name = (char *)(t->name ? t->name : "");
-    tp.has_raw_data = 1;
-    tp.raw_data.len = bytes;
-    tp.raw_data.data = (uint8_t *)t->data;
+    ProtobufCBinaryData *strings = NULL;
+    if (t->dtype == ONNX_DTYPE_STRING) {
+        const struct onnx_string *h = t->data;
+        if (!(strings = malloc((size_t)(numel ? numel : 1) * sizeof *strings)))
+            return onnx_error(err, err_size, "%s: out of memory", path);
+        for (int64_t i = 0; i < numel; i++)
+            strings[i] = (ProtobufCBinaryData){ .len = h[i].len, .data = (uint8_t *)h[i].data };
+        tp.n_string_data = (size_t)numel;
+        tp.string_data = strings;
+    } else {
+        tp.has_raw_data = 1;
+        tp.raw_data.len = bytes;
+        tp.raw_data.data = (uint8_t *)t->data;
+    }
     size_t n = onnx__tensor_proto__get_packed_size(&tp);
     uint8_t *buf = malloc(n ? n : 1);
-    if (!buf)
+    if (!buf) {
+        free(strings);
         return onnx_error(err, err_size, "%s: out of memory", path);
+    }
     onnx__tensor_proto__pack(&tp, buf);
+    free(strings);
     int rc = onnx_file_write(path, buf, n, err, err_size);
     free(buf);
     return rc;

@@ -26,7 +26,8 @@ size_t onnx_dtype_size(int dtype)
     case ONNX_DTYPE_COMPLEX64: return 8;
     case ONNX_DTYPE_COMPLEX128: return 16;
     case ONNX_DTYPE_BFLOAT16: return 2;
-    default: return 0;         /* strings, sub-byte and 8-bit float formats */
+    case ONNX_DTYPE_STRING: return sizeof(struct onnx_string);
+    default: return 0;         /* sub-byte and 8-bit float formats */
     }
 }
 

@@ -1,13 +1,14 @@
 /* ops/compare.c — numpy-broadcasting comparisons with a bool output (Equal,
  * Less, Greater, LessOrEqual, GreaterOrEqual) and Where. Versions only widen
- * the admitted types (Equal-19 adds string, which we do not hold in memory);
- * every version here accepts float, double, int8..uint64, and bool for
- * Equal. Where selects by element size, so it serves every dtype.
+ * the admitted types; every version here accepts float, double,
+ * int8..uint64, and bool for Equal; Equal-19 adds string (compared by
+ * content, ops/string.c). Where selects by element size, so it serves every dtype.
  * Comparisons are not differentiable; Where's gradient selects dy into the
  * branch that was taken (the condition gets none). */
 #include <string.h>
 
 #include "ops/elementwise-impl.h"
+#include "ops/string-impl.h"
 
 #define NUMERIC_LIST "float, double, int8, int16, int32, int64, uint8, uint16, uint32, uint64"
 
@@ -39,6 +40,8 @@ static int compare_infer(struct op_call *c, const ew_inner_fn *table, const char
     if (c->in[1]->dtype != dtype)
         return op_error(c, "input 1 has dtype %s but input 0 has %s; they must match",
                         onnx_dtype_name(c->in[1]->dtype), onnx_dtype_name(dtype));
+    if (dtype == ONNX_DTYPE_STRING && table == eq_fns && c->version >= 19)
+        return ew_infer_broadcast(c, ONNX_DTYPE_BOOL);
     if (!EW_LOOKUP(table, dtype))
         return ew_dtype_error(c, "input 0", dtype, supported);
     return ew_infer_broadcast(c, ONNX_DTYPE_BOOL);
@@ -46,6 +49,8 @@ static int compare_infer(struct op_call *c, const ew_inner_fn *table, const char
 
 static int compare_cpu(struct op_call *c, const ew_inner_fn *table, const char *supported)
 {
+    if (c->in[0]->dtype == ONNX_DTYPE_STRING && table == eq_fns)
+        return op_string_equal_cpu(c);
     ew_inner_fn fn = EW_LOOKUP(table, c->in[0]->dtype);
     if (!fn)
         return ew_dtype_error(c, "input 0", c->in[0]->dtype, supported);
@@ -63,7 +68,7 @@ static int compare_cpu(struct op_call *c, const ew_inner_fn *table, const char *
         .kernel = { [BACKEND_CPU] = sym##_cpu },                                        \
     };
 
-COMPARE_DEF(op_equal, "Equal", eq_fns, NUMERIC_LIST ", bool", 7, 11, 13, 19)
+COMPARE_DEF(op_equal, "Equal", eq_fns, NUMERIC_LIST ", bool (string from version 19)", 7, 11, 13, 19)
 COMPARE_DEF(op_less, "Less", lt_fns, NUMERIC_LIST, 7, 9, 13)
 COMPARE_DEF(op_greater, "Greater", gt_fns, NUMERIC_LIST, 7, 9, 13)
 COMPARE_DEF(op_less_or_equal, "LessOrEqual", le_fns, NUMERIC_LIST, 12, 16)

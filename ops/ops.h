@@ -27,7 +27,10 @@
 #define TENSOR_MAX_RANK ONNX_MAX_RANK
 
 /* A dense row-major tensor. Element types are enum onnx_dtype values. The
- * data pointer belongs to whoever allocated it (the runtime), never to ops/. */
+ * data pointer belongs to whoever allocated it (the runtime), never to ops/.
+ * A STRING tensor's elements are struct onnx_string handles; the bytes they
+ * point to live outside tensor memory (see op_env.string_intern and
+ * ops/string-impl.h). */
 struct tensor {
     int dtype;
     int rank;
@@ -142,6 +145,12 @@ struct op_env {
      * may depend only on the call's shapes, or a recomputation could take
      * the other path and differ in the last bits. */
     int scratch_failed;
+    /* Storage for the bytes of the STRING elements a kernel writes: a
+     * pointer to a copy of (bytes, len) that stays valid for the session's
+     * life, the same pointer for the same contents (so a recomputation
+     * writes the same handles); NULL when out of memory. NULL where the
+     * caller holds no string heap. */
+    const char *(*string_intern)(void *ctx, const char *bytes, size_t len);
     char *err;                     /* where op_error() writes */
     size_t err_size;
 };

@@ -105,6 +105,11 @@
     X(op_label_encoder) \
     /* ImageDecoder of ops/image_decoder.c */ \
     X(op_image_decoder) \
+    /* strings: ops/string.c, ops/regex.c */ \
+    X(op_string_normalizer) \
+    X(op_string_concat) \
+    X(op_string_split) \
+    X(op_regex_full_match) \
     /* EyeLike, NonZero of ops/eye_nonzero.c */ \
     X(op_eye_like) \
     X(op_nonzero) \

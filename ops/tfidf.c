@@ -1,4 +1,4 @@
-/* ops/tfidf.c — TfIdfVectorizer (opset 9) over int32/int64 tokens.
+/* ops/tfidf.c — TfIdfVectorizer (opset 9) over int32/int64 or string tokens.
  *
  * X is [C] or [N, C] (a scalar counts as [1]); Y is float [O] or [N, O],
  * O = max(ngram_indexes) + 1. The pool (pool_int64s) holds the 1-grams,
@@ -15,15 +15,18 @@
  * ngram_indexes is 0..n-1).
  *
  * Each length's pool n-grams are sorted once at parse time, so a row's
- * candidate n-gram is found by binary search. String tokens (pool_strings)
- * are out of scope: dtrexec has no string tensors. No gradient (integer
- * inputs) and no CUDA kernel of its own: on --device cuda it
- * runs on host copies (op_host_bridge). */
+ * candidate n-gram is found by binary search. String tokens (pool_strings,
+ * a STRING X) are numbered at parse time by their place among the pool's
+ * distinct strings, sorted by bytes; an input string not in the pool gets
+ * -1 and so matches nothing. No gradient (integer or string inputs) and no
+ * CUDA kernel of its own: on --device cuda it runs on host copies
+ * (op_host_bridge). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "ops/ops.h"
 #include "ops/shape-impl.h"
+#include "ops/string-impl.h"
 
 enum tfidf_mode { TFIDF_TF, TFIDF_IDF, TFIDF_TFIDF };
 
@@ -46,6 +49,9 @@ struct tfidf_params {
     float *weights;                /* out_size entries */
     int n_levels;
     struct tfidf_level *levels;    /* lengths min_len..max_len that have n-grams */
+    int strings;                   /* 1: pool_strings; tokens are places in vocab */
+    int64_t n_vocab;
+    struct onnx_string *vocab;     /* the pool's distinct strings, sorted (bytes in the node's attribute) */
 };
 
 static void tfidf_free(void *params)
@@ -59,7 +65,53 @@ static void tfidf_free(void *params)
     free(p->pool);
     free(p->indexes);
     free(p->weights);
+    free(p->vocab);
     free(p);
+}
+
+static int str_cmp(const struct onnx_string *a, const struct onnx_string *b)
+{
+    size_t m = a->len < b->len ? a->len : b->len;
+    int k = m ? memcmp(a->data, b->data, m) : 0;
+    return k ? k : (a->len > b->len) - (a->len < b->len);
+}
+
+static int str_qcmp(const void *a, const void *b) { return str_cmp(a, b); }
+
+/* The place of s in the vocabulary, or -1. */
+static int64_t vocab_id(const struct tfidf_params *p, const struct onnx_string *s)
+{
+    int64_t lo = 0, hi = p->n_vocab;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        int k = str_cmp(&p->vocab[mid], s);
+        if (!k)
+            return mid;
+        if (k < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+/* p->pool := the pool strings' places in the sorted distinct vocabulary. */
+static int vocab_build(struct tfidf_params *p, const struct onnx_attr *a)
+{
+    p->strings = 1;
+    if (!(p->vocab = malloc(sizeof *p->vocab * (size_t)(a->n + 1))))
+        return -1;
+    for (int i = 0; i < a->n; i++)
+        p->vocab[i] = (struct onnx_string){ a->strings[i], strlen(a->strings[i]) };
+    qsort(p->vocab, (size_t)a->n, sizeof *p->vocab, str_qcmp);
+    int64_t w = 0;
+    for (int64_t i = 0; i < a->n; i++)
+        if (!w || str_cmp(&p->vocab[w - 1], &p->vocab[i]))
+            p->vocab[w++] = p->vocab[i];
+    p->n_vocab = w;
+    for (int i = 0; i < a->n; i++)
+        p->pool[i] = vocab_id(p, &(struct onnx_string){ a->strings[i], strlen(a->strings[i]) });
+    return 0;
 }
 
 static int ngram_cmp(const int64_t *a, const int64_t *b, int n)
@@ -90,7 +142,8 @@ static const struct onnx_attr *need_attr(const struct onnx_node *node, const cha
     const struct onnx_attr *a = onnx_node_attr(node, name);
     if (!a || a->type != type) {
         shape_parse_error(err, err_size, node, "attribute %s is required (%s)", name,
-                          type == ONNX_ATTR_INT ? "an int" : type == ONNX_ATTR_INTS ? "ints" : "a string");
+                          type == ONNX_ATTR_INT ? "an int" : type == ONNX_ATTR_INTS ? "ints"
+                          : type == ONNX_ATTR_STRINGS ? "strings" : "a string");
         return NULL;
     }
     return a;
@@ -99,10 +152,8 @@ static const struct onnx_attr *need_attr(const struct onnx_node *node, const cha
 static int tfidf_parse(const struct onnx_node *node, int version, void **params, char *err, size_t err_size)
 {
     (void)version;
-    if (onnx_node_attr(node, "pool_strings") && !onnx_node_attr(node, "pool_int64s"))
-        return shape_parse_error(err, err_size, node, "pool_strings: string tensors are out of scope; "
-                                 "only pool_int64s (int32/int64 tokens) is supported");
-    if (onnx_node_attr(node, "pool_strings"))
+    int strings = onnx_node_attr(node, "pool_strings") != NULL;
+    if (strings && onnx_node_attr(node, "pool_int64s"))
         return shape_parse_error(err, err_size, node, "only one of pool_strings and pool_int64s may be set");
     const struct onnx_attr *mode = need_attr(node, "mode", ONNX_ATTR_STRING, err, err_size);
     const struct onnx_attr *a_min = mode ? need_attr(node, "min_gram_length", ONNX_ATTR_INT, err, err_size) : NULL;
@@ -110,7 +161,9 @@ static int tfidf_parse(const struct onnx_node *node, int version, void **params,
     const struct onnx_attr *a_skip = a_max ? need_attr(node, "max_skip_count", ONNX_ATTR_INT, err, err_size) : NULL;
     const struct onnx_attr *a_counts = a_skip ? need_attr(node, "ngram_counts", ONNX_ATTR_INTS, err, err_size) : NULL;
     const struct onnx_attr *a_idx = a_counts ? need_attr(node, "ngram_indexes", ONNX_ATTR_INTS, err, err_size) : NULL;
-    const struct onnx_attr *a_pool = a_idx ? need_attr(node, "pool_int64s", ONNX_ATTR_INTS, err, err_size) : NULL;
+    const struct onnx_attr *a_pool = !a_idx ? NULL
+                                     : strings ? need_attr(node, "pool_strings", ONNX_ATTR_STRINGS, err, err_size)
+                                               : need_attr(node, "pool_int64s", ONNX_ATTR_INTS, err, err_size);
     if (!a_pool)
         return -1;
     const struct onnx_attr *a_w = onnx_node_attr(node, "weights");
@@ -172,7 +225,11 @@ static int tfidf_parse(const struct onnx_node *node, int version, void **params,
         tfidf_free(p);
         return shape_parse_error(err, err_size, node, "out of memory");
     }
-    if (pool_len)
+    if (strings && vocab_build(p, a_pool)) {
+        tfidf_free(p);
+        return shape_parse_error(err, err_size, node, "out of memory");
+    }
+    if (pool_len && !strings)
         memcpy(p->pool, a_pool->ints, sizeof(int64_t) * (size_t)pool_len);
     if (n_pool)
         memcpy(p->indexes, a_idx->ints, sizeof(int64_t) * (size_t)n_pool);
@@ -207,10 +264,12 @@ static int tfidf_parse(const struct onnx_node *node, int version, void **params,
 static int tfidf_shape(const struct op_call *c, int64_t *rows, int64_t *cols)
 {
     const struct tensor *x = c->in[0];
-    if (x->dtype == ONNX_DTYPE_STRING)
-        return op_error(c, "string tensors are out of scope");
-    if (x->dtype != ONNX_DTYPE_INT32 && x->dtype != ONNX_DTYPE_INT64)
-        return op_error(c, "X must be int32 or int64, not %s", onnx_dtype_name(x->dtype));
+    const struct tfidf_params *p = c->params;
+    if (p->strings && x->dtype != ONNX_DTYPE_STRING)
+        return op_error(c, "X is %s but the pool is pool_strings; X must be a string tensor",
+                        onnx_dtype_name(x->dtype));
+    if (!p->strings && x->dtype != ONNX_DTYPE_INT32 && x->dtype != ONNX_DTYPE_INT64)
+        return op_error(c, "X must be int32 or int64 (the pool is pool_int64s), not %s", onnx_dtype_name(x->dtype));
     if (x->rank > 2)
         return op_error(c, "X has rank %d; expected [C] or [N, C]", x->rank);
     *rows = x->rank == 2 ? x->dims[0] : 1;
@@ -268,7 +327,8 @@ static int tfidf_cpu(struct op_call *c)
             for (int64_t d = 1; d <= skips + 1; d++)
                 for (int64_t s = 0; s + (n - 1) * d < cols; s++) {
                     for (int64_t k = 0; k < n; k++)
-                        key[k] = tensor_get_int(x, r * cols + s + k * d);
+                        key[k] = p->strings ? vocab_id(p, op_string_at(x, r * cols + s + k * d))
+                                            : tensor_get_int(x, r * cols + s + k * d);
                     int64_t j = level_find(l, key);
                     if (j >= 0)
                         out[p->indexes[j]] += 1;

@@ -36,7 +36,11 @@ const char *dtrx_last_error(void);
 #define DTRX_MAX_RANK 8
 
 /* Element types use the ONNX TensorProto.DataType numbers (1 = float32,
- * 7 = int64, 9 = bool, 11 = float64, ...). */
+ * 7 = int64, 9 = bool, 11 = float64, ...). A string tensor (8) holds one
+ * { const char *data; size_t len; } per element (UTF-8, not
+ * NUL-terminated; struct onnx_string): binding an input copies the bytes
+ * into the session, and the strings of outputs point into memory the
+ * session owns until it is destroyed. String values are never trained. */
 struct dtrx_tensor {
     int dtype;
     int rank;

@@ -77,9 +77,9 @@ enum dtrx_status dtrx_session_fill_inputs(struct dtrx_session *s)
                 return rt_fail(DTRX_ERR_INPUT, "input '%s': dimension %d has neither a size nor a name: give the "
                                "input with --input %s=FILE", d->name, k, d->name);
         }
-        if (!onnx_dtype_size(t.dtype))
-            return rt_fail(DTRX_ERR_INPUT, "input '%s': cannot make random data of type %s", d->name,
-                           onnx_dtype_name(t.dtype));
+        if (!onnx_dtype_size(t.dtype) || t.dtype == ONNX_DTYPE_STRING)
+            return rt_fail(DTRX_ERR_INPUT, "input '%s': cannot make random data of type %s%s", d->name,
+                           onnx_dtype_name(t.dtype), t.dtype == ONNX_DTYPE_STRING ? ": give it with --input" : "");
         struct tensor tmp = { .dtype = t.dtype, .rank = t.rank };
         memcpy(tmp.dims, t.dims, sizeof tmp.dims);
         char msg[400];

@@ -17,6 +17,7 @@
 #include "runtime/planned.h"
 #include "runtime/session.h"
 #include "runtime/status.h"
+#include "runtime/strings.h"
 #include "runtime/stepnames.h"
 #include "runtime/trace.h"
 #include "runtime/train.h"
@@ -158,6 +159,7 @@ enum dtrx_status dtrx_session_create(const char *model_path, const struct dtrx_o
         .backend = rt_backend(s), .threads = s->opts.threads, .seed = s->opts.seed,
         .err = s->op_err, .err_size = sizeof s->op_err,
     };
+    rt_strings_init(s);
 
     char err[1024] = "";
     if (onnx_model_load(model_path, &s->model, err, sizeof err)) {
@@ -225,6 +227,7 @@ void dtrx_session_destroy(struct dtrx_session *s)
     free(s->sub_inits);
     free(s->tape);
     onnx_model_free(s->model);
+    rt_strings_free(s);
     arena_release(&s->arena);
     rt_device_close(s);
     free(s);
@@ -324,10 +327,14 @@ enum dtrx_status dtrx_session_set_input(struct dtrx_session *s, int index, const
     v->t.dtype = t->dtype;
     v->t.rank = t->rank;
     memcpy(v->t.dims, t->dims, sizeof v->t.dims);
-    enum dtrx_status st = rt_value_alloc(s, v);
+    void *strings;
+    enum dtrx_status st = rt_strings_stable(s, t->dtype, t->data, tensor_numel(&v->t), &strings);
+    if (!st)
+        st = rt_value_alloc(s, v);
+    if (!st)
+        st = rt_to_device(s, v->t.data, strings ? strings : t->data, tensor_size_bytes(&v->t));
+    free(strings);
     if (st)
-        return st;
-    if ((st = rt_to_device(s, v->t.data, t->data, tensor_size_bytes(&v->t))))
         return st;
     s->input_set[index] = 1;
     /* Inputs are pinned; the arena may also hold the previous step's values

@@ -69,6 +69,7 @@ struct dtrx_session {
     struct arena arena;
     struct op_env env;
     char op_err[1024];
+    struct rt_string_heap *strings; /* bytes of the STRING elements made or bound (strings.c) */
 
     struct rt_train train;
     struct rt_budget budget;

@@ -8,6 +8,7 @@
 #include "runtime/memory.h"
 #include "runtime/session.h"
 #include "runtime/status.h"
+#include "runtime/strings.h"
 #include "runtime/values.h"
 
 void dtrx_value_clear(struct dtrx_value *v)
@@ -45,8 +46,14 @@ static enum dtrx_status value_fill(struct dtrx_session *s, int id, const struct 
         v->t.dtype = t->dtype;
         v->t.rank = t->rank;
         memcpy(v->t.dims, t->dims, sizeof v->t.dims);
-        enum dtrx_status st = rt_value_alloc(s, v);
-        return st ? st : rt_to_device(s, v->t.data, t->data, tensor_size_bytes(&v->t));
+        void *strings;
+        enum dtrx_status st = rt_strings_stable(s, t->dtype, t->data, tensor_numel(&v->t), &strings);
+        if (!st)
+            st = rt_value_alloc(s, v);
+        if (!st)
+            st = rt_to_device(s, v->t.data, strings ? strings : t->data, tensor_size_bytes(&v->t));
+        free(strings);
+        return st;
     }
     if (src->kind != DTRX_VALUE_SEQUENCE && src->kind != DTRX_VALUE_OPTIONAL)
         return rt_fail(DTRX_ERR_INPUT, "input '%s': unknown value kind %d", name, src->kind);

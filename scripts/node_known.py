@@ -32,8 +32,6 @@ def reason_for(name, msg):
         return f"operator {m.group(1)} not implemented"
     if EXOTIC.search(name) or EXOTIC.search(msg):
         return "exotic element type (FLOAT8/FLOAT6/FLOAT4/INT4/INT2/E8M0) out of scope"
-    if "data type string" in msg or "string" in name:
-        return "string tensors out of scope"
     return msg.strip()[:200] or "fails"
 
 

@@ -256,7 +256,7 @@ def tfidf_cases():
     bad = dict(mode="TF", min_gram_length=1, max_gram_length=1, max_skip_count=0, ngram_counts=[0],
                ngram_indexes=[0, 1], pool_strings=["a", "b"])
     expect_error("tfidf_strings", model([helper.make_node("TfIdfVectorizer", ["X"], ["Y"], **bad)], ins, ["Y"],
-                                        opset=9), ins, ["string tensors are out of scope"])
+                                        opset=9), ins, ["TfIdfVectorizer", "X must be a string tensor"])
 
 
 # ---- ai.onnx.ml: Binarizer, ArrayFeatureExtractor ---------------------------------------------
@@ -405,9 +405,9 @@ def label_encoder_cases():
         expect_close(label, got, [want], rtol=0, atol=0)
         check(label, got is None or np.signbit(got[0][2]) == np.signbit(want[2]), "default's sign")
     ins = [("X", ints)]
-    out_of_scope = ["LabelEncoder", "string tensors are out of scope"]
-    bad = [("le_string_keys", 2, dict(keys_strings=["a"], values_int64s=[1]), out_of_scope),
-           ("le_string_values", 2, dict(keys_int64s=[1], values_strings=["a"]), out_of_scope),
+    # string keys and values: tests/strings_check.py
+    bad = [("le_string_keys", 2, dict(keys_strings=["a"], values_int64s=[1]),
+            ["LabelEncoder", "X is int64 but the keys are string"]),
            ("le_lengths", 2, dict(keys_int64s=[1, 2], values_int64s=[1]), ["LabelEncoder", "2 keys but 1 values"]),
            ("le_two_keys", 2, dict(keys_int64s=[1], keys_floats=[1.0], values_int64s=[1]),
             ["LabelEncoder", "more than one keys_*"]),

@@ -125,7 +125,7 @@ START_TEST(test_dtype_helpers)
     ck_assert_uint_eq(onnx_dtype_size(ONNX_DTYPE_BFLOAT16), 2);
     ck_assert_uint_eq(onnx_dtype_size(ONNX_DTYPE_UINT32), 4);
     ck_assert_uint_eq(onnx_dtype_size(ONNX_DTYPE_COMPLEX128), 16);
-    ck_assert_uint_eq(onnx_dtype_size(ONNX_DTYPE_STRING), 0);
+    ck_assert_uint_eq(onnx_dtype_size(ONNX_DTYPE_STRING), sizeof(struct onnx_string));
     ck_assert_uint_eq(onnx_dtype_size(17), 0);
     ck_assert_uint_eq(onnx_dtype_size(-3), 0);
     ck_assert_str_eq(onnx_dtype_name(ONNX_DTYPE_FLOAT), "float32");

@@ -129,6 +129,8 @@ static int compare_run(struct op_call *c, int op, const char *supported)
 
 int cuda_elem_equal(struct op_call *c)
 {
+    if (c->in[0]->dtype == ONNX_DTYPE_STRING)   /* strings: bytes on the host (ops/string-impl.h) */
+        return op_host_bridge(c);
     return compare_run(c, CUDA_EW_EQ, NUMERIC_LIST ", bool");
 }
 int cuda_elem_less(struct op_call *c) { return compare_run(c, CUDA_EW_LT, NUMERIC_LIST); }

@@ -291,9 +291,11 @@ t = TensorProto(name="few", data_type=TensorProto.FLOAT, dims=[2, 3])
 t.float_data.extend([1, 2, 3, 4, 5])
 init_model(t, "typed_mismatch.onnx", "float_data holds 5 values, expected 6")
 init_model(TensorProto(name="nodata", data_type=TensorProto.INT64, dims=[2]), "no_data.onnx", "no data")
-t = TensorProto(name="strs", data_type=TensorProto.STRING, dims=[1])
+t = TensorProto(name="strs", data_type=TensorProto.STRING, dims=[2])
 t.string_data.append(b"x")
-init_model(t, "string_init.onnx", "not supported")
+init_model(t, "string_count.onnx", "string_data holds 1 values, expected 2")
+init_model(TensorProto(name="strraw", data_type=TensorProto.STRING, dims=[1], raw_data=b"x"),
+           "string_raw.onnx", "keeps its values in string_data")
 init_model(TensorProto(name="notype", dims=[1], raw_data=b"\0" * 4), "no_dtype.onnx", "no data type")
 t = TensorProto(name="seg", data_type=TensorProto.FLOAT, dims=[1], raw_data=b"\0" * 4)
 t.segment.begin = 0
