@@ -11,7 +11,7 @@ Cases:
   minus gradients) must agree, and so must the outputs of inference; and `dtrexec
   gradcheck --device cuda` must pass (the device's gradients against finite
   differences of the device's forward pass; not with --quick, which
-  bench/experiments/gpu-check.sh uses to fit its time limit).
+  bench/gpu-check.sh uses to fit its time limit).
 - budget-MODEL (mlp, smallcnn, resnet18, transformer): DTR training on the
   device under budgets from 0.9x of the unbudgeted peak down: peak_bytes
   within the budget, every recomputation bit-equal to the first execution

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A short training benchmark on the GPU (issue 7), for bench/experiments/gpu-check.sh.
+"""A short training benchmark on the GPU (issue 7), for bench/gpu-check.sh.
 
 Usage: gpu_bench.py --dtrexec BIN [--device cuda] [--seconds S] [--md OUT.md] [--work DIR] [--quick]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/experiments/gpu-check.sh — everything issue 7 asks of a GPU machine, in one go and
+# bench/gpu-check.sh — everything issue 7 asks of a GPU machine, in one go and
 # in under 8 minutes on an H200: build dtrexec with CUDA (Release), run the
 # CUDA tests (the C suites tests/test_cuda_*, then tests/cuda_check.py: node
 # tests, every operator and gradient against the CPU, DTR under budgets,
@@ -7,7 +7,7 @@
 # batch 64 and the Transformer, unbudgeted / 2.0x / 0.5x / 0.3x budgets, the
 # largest batch within a fixed budget with and without DTR).
 #
-# Usage: bench/experiments/gpu-check.sh [--skip-build] [--no-tests] [--no-bench] [--quick]
+# Usage: bench/gpu-check.sh [--skip-build] [--no-tests] [--no-bench] [--quick]
 #   BUILD_DIR     build folder (default build-gpu in the repository)
 #   GPU_CHECK_SECONDS  the whole time limit (default 460); each part gets
 #                 what is left, and what does not fit is reported as left out
@@ -20,7 +20,7 @@
 # they are missing, those parts are skipped with a message. Nothing is
 # downloaded.
 set -u
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD_DIR:-$ROOT/build-gpu}
 LIMIT=${GPU_CHECK_SECONDS:-460}
 START=$(date +%s)
