@@ -5,14 +5,28 @@
  * value, ANNOTATE START / BACKWARD. Costs (TIME) are the cost model's FLOPs
  * and sizes are the arena's rounded bytes, so a replay under the same budget
  * makes the same decisions. In-place optimizer updates are logged as calls
- * whose result is a view of the parameter (no new memory). */
+ * whose result is a view of the parameter (no new memory). The records are
+ * written by the format's own writer (dtr/format/trace.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "dtr/format/trace.h"
 #include "runtime/arena.h"
 #include "runtime/session.h"
 #include "runtime/status.h"
 #include "runtime/trace.h"
+
+/* A value's name in the log: "x<id>". */
+struct trace_name {
+    char text[24];
+};
+
+static const char *name_of(struct trace_name *n, unsigned long long id)
+{
+    snprintf(n->text, sizeof n->text, "x%llu", id);
+    return n->text;
+}
 
 static void name_value(struct dtrx_session *s, struct rt_value *v)
 {
@@ -21,8 +35,14 @@ static void name_value(struct dtrx_session *s, struct rt_value *v)
 
 static void memory_record(struct dtrx_session *s, const struct rt_value *v, size_t bytes)
 {
-    fprintf(s->trace, "{\"INSTRUCTION\":\"MEMORY\",\"MEMORY\":\"%zu\",\"NAME\":\"x%llu\"}\n", bytes,
-            (unsigned long long)v->marks.trace_id);
+    struct trace_name n;
+    fmt_trace_put_memory(s->trace, name_of(&n, v->marks.trace_id), bytes);
+}
+
+static void alias_record(struct dtrx_session *s, const struct rt_value *v, int alias)
+{
+    struct trace_name n;
+    fmt_trace_put_alias(s->trace, name_of(&n, v->marks.trace_id), alias);
 }
 
 static void trace_call(struct dtrx_session *s, const struct rt_call *c);
@@ -49,7 +69,7 @@ void rt_trace_close(struct dtrx_session *s)
 void rt_trace_annotate(struct dtrx_session *s, const char *what)
 {
     if (s->trace)
-        fprintf(s->trace, "{\"ANNOTATION\":\"%s\",\"INSTRUCTION\":\"ANNOTATE\"}\n", what);
+        fmt_trace_put_annotate(s->trace, what);
 }
 
 void rt_trace_constant(struct dtrx_session *s, struct rt_value *v)
@@ -57,7 +77,8 @@ void rt_trace_constant(struct dtrx_session *s, struct rt_value *v)
     if (!s->trace)
         return;
     name_value(s, v);
-    fprintf(s->trace, "{\"INSTRUCTION\":\"CONSTANT\",\"NAME\":\"x%llu\"}\n", (unsigned long long)v->marks.trace_id);
+    struct trace_name n;
+    fmt_trace_put_constant(s->trace, name_of(&n, v->marks.trace_id));
     memory_record(s, v, arena_rounded(tensor_size_bytes(&v->t)));
 }
 
@@ -65,56 +86,74 @@ void rt_trace_release(struct dtrx_session *s, struct rt_value *v)
 {
     if (!s->trace || !v->marks.trace_id)
         return;
-    fprintf(s->trace, "{\"INSTRUCTION\":\"RELEASE\",\"NAME\":\"x%llu\"}\n", (unsigned long long)v->marks.trace_id);
+    struct trace_name n;
+    fmt_trace_put_release(s->trace, name_of(&n, v->marks.trace_id));
     v->marks.trace_id = 0;
 }
 
-static void args_record(struct dtrx_session *s, const struct rt_call *c)
+/* The CALL record; the names of the results are those already given. */
+static void call_record(struct dtrx_session *s, const struct rt_call *c, const unsigned long long *results,
+                        int n_results, double cost)
 {
-    fprintf(s->trace, "\"ARGS\":[");
-    int first = 1;
+    int n = c->n_in + n_results;
+    struct trace_name stack[16], *names = n <= 16 ? stack : malloc((size_t)n * sizeof *names);
+    const char *stack_text[16], **text = n <= 16 ? stack_text : malloc((size_t)n * sizeof *text);
+    if (!names || !text) {
+        if (names != stack)
+            free(names);
+        if (text != stack_text)
+            free(text);
+        return;   /* out of host memory: the log misses this call, the run goes on */
+    }
+    uint32_t n_args = 0;
     for (int i = 0; i < c->n_in; i++)
         if (c->in[i] >= 0) {
-            fprintf(s->trace, first ? "\"x%llu\"" : ",\"x%llu\"", (unsigned long long)s->values[c->in[i]]->marks.trace_id);
-            first = 0;
+            text[n_args] = name_of(&names[n_args], s->values[c->in[i]]->marks.trace_id);
+            n_args++;
         }
-    fprintf(s->trace, "]");
+    for (int i = 0; i < n_results; i++)
+        text[n_args + i] = name_of(&names[n_args + i], results[i]);
+    fmt_trace_put_call(s->trace, c->def->name, text, n_args, text + n_args, (uint32_t)n_results, cost);
+    if (names != stack)
+        free(names);
+    if (text != stack_text)
+        free(text);
 }
 
 static void trace_call(struct dtrx_session *s, const struct rt_call *c)
 {
     if (!s->trace)
         return;
-    unsigned long long cost = (unsigned long long)(c->cost_flops + 0.5);
-    fprintf(s->trace, "{");
-    args_record(s, c);
-    fprintf(s->trace, ",\"INSTRUCTION\":\"CALL\",\"NAME\":\"%s\",\"RESULT\":[", c->def->name);
+    double cost = (double)(unsigned long long)(c->cost_flops + 0.5);
     if (!c->n_out) {
         /* An in-place update: a view of its first argument. */
-        fprintf(s->trace, "\"x%llu\"],\"TIME\":\"%llu\"}\n", (unsigned long long)(s->trace_next_id + 1), cost);
+        unsigned long long view = s->trace_next_id + 1;
+        call_record(s, c, &view, 1, cost);
         struct rt_value *param = s->values[c->in[0]];
         param->marks.trace_id = ++s->trace_next_id;
         memory_record(s, param, 0);
-        fprintf(s->trace, "{\"ALIAS\":\"0\",\"INSTRUCTION\":\"ALIAS\",\"NAME\":\"x%llu\"}\n",
-                (unsigned long long)param->marks.trace_id);
+        alias_record(s, param, 0);
         return;
     }
-    int first = 1;
+    unsigned long long stack_ids[16], *ids = c->n_out <= 16 ? stack_ids : malloc((size_t)c->n_out * sizeof *ids);
+    if (!ids)
+        return;
+    int n_results = 0;
     for (int i = 0; i < c->n_out; i++)
         if (c->out[i] >= 0) {
             struct rt_value *v = s->values[c->out[i]];
             name_value(s, v);
-            fprintf(s->trace, first ? "\"x%llu\"" : ",\"x%llu\"", (unsigned long long)v->marks.trace_id);
-            first = 0;
+            ids[n_results++] = v->marks.trace_id;
         }
-    fprintf(s->trace, "],\"TIME\":\"%llu\"}\n", cost);
+    call_record(s, c, ids, n_results, cost);
+    if (ids != stack_ids)
+        free(ids);
     for (int i = 0; i < c->n_out; i++) {
         if (c->out[i] < 0)
             continue;
         struct rt_value *v = s->values[c->out[i]];
         int alias = c->def->alias && i == 0 ? 0 : -1;   /* views are of input 0, always present */
         memory_record(s, v, alias >= 0 ? 0 : arena_rounded(tensor_size_bytes(&v->t)));
-        fprintf(s->trace, "{\"ALIAS\":\"%d\",\"INSTRUCTION\":\"ALIAS\",\"NAME\":\"x%llu\"}\n", alias,
-                (unsigned long long)v->marks.trace_id);
+        alias_record(s, v, alias);
     }
 }
