@@ -59,6 +59,6 @@ for suite in $SUITES; do
     gcc -std=c11 -O1 -g $SAN $INC -c "$M/tests/test_cuda_$suite.c" -o "$W/test_$suite.o"
     g++ $SAN -o "$W/test_cuda_${suite}_emu" "$W/test_$suite.o" "$W"/testops.o "$W"/testutil.o "$W"/testcuda.o \
         $objs "$W"/globals.o "$W"/stub.o "$W"/module.o \
-        "$B/libdtrexec.a" -lcheck_pic -lrt -lsubunit -lprotobuf-c $(pkg-config --libs openblas) -ldnnl -fopenmp -lm -lpthread
+        "$B/libdtrexec.a" -lcheck_pic -lrt -lsubunit -lprotobuf-c $(pkg-config --libs openblas libjpeg libpng libtiff-4 libwebp libopenjp2) -ldnnl -fopenmp -lm -lpthread
     CK_DEFAULT_TIMEOUT=1200 "$W/test_cuda_${suite}_emu"
 done

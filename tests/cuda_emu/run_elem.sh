@@ -51,6 +51,6 @@ g++ $SAN -o "$W/test_cuda_elem_emu" "$W"/test.o "$W"/testops.o "$W"/testcuda.o "
     "$W"/elem_kernels.o "$W"/elem_unary_kernels.o "$W"/elem_cast_kernels.o "$W"/elem_activation_kernels.o \
     "$W"/elem_reduce_ext_kernels.o \
     "$W"/globals.o "$W"/stub.o "$W"/module.o "$W"/stub_elem.o \
-    "$B/libdtrexec.a" -lcheck_pic -lrt -lsubunit -lprotobuf-c $(pkg-config --libs openblas) -ldnnl -fopenmp -lm -lpthread
+    "$B/libdtrexec.a" -lcheck_pic -lrt -lsubunit -lprotobuf-c $(pkg-config --libs openblas libjpeg libpng libtiff-4 libwebp libopenjp2) -ldnnl -fopenmp -lm -lpthread
 CK_RUN_CASE=broadcast CK_DEFAULT_TIMEOUT=1200 "$W/test_cuda_elem_emu"
 CK_RUN_CASE=reduce_ext CK_DEFAULT_TIMEOUT=1200 "$W/test_cuda_elem_emu"

@@ -54,5 +54,5 @@ O="$B/CMakeFiles/dtrx_objs.dir"
 # shellcheck disable=SC2086
 g++ $SAN -o "$W/${F}_check" "$W/check.o" $OBJS "$W/globals.o" \
     "$O"/ops/*.o "$O"/onnx/*.o "$B"/CMakeFiles/dtrx_onnx_proto.dir/gen/onnx/*.o \
-    -lprotobuf-c $(pkg-config --libs openblas) -ldnnl -fopenmp -lm -lpthread
+    -lprotobuf-c $(pkg-config --libs openblas libjpeg libpng libtiff-4 libwebp libopenjp2) -ldnnl -fopenmp -lm -lpthread
 "$W/${F}_check"
