@@ -213,8 +213,8 @@ int cmd_bench(int argc, char **argv)
         } else if (!strcmp(a, "--time-limit") && v) {
             char *end;
             po.time_limit_s = strtod(v, &end);
-            if (end == v || *end || !(po.time_limit_s >= 0)) {
-                fprintf(stderr, "dtrexec bench: --time-limit '%s' is not a number of seconds\n", v);
+            if (end == v || *end || !(po.time_limit_s >= 0) || !(po.time_limit_s <= 1e7)) {
+                fprintf(stderr, "dtrexec bench: --time-limit '%s' is not a number of seconds from 0 to 1e7\n", v);
                 free(paths);
                 return CLI_EXIT_USAGE;
             }

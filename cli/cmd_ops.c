@@ -5,12 +5,23 @@
  * (alias ops) run no kernel, so they run on every backend present. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli/cli.h"
 #include "ops/ops.h"
 
+#define OPS_USAGE "usage: dtrexec ops   (one line per operator: domain, name, since-versions, backends)\n"
+
 int cmd_ops(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(OPS_USAGE, stdout);
+            return CLI_EXIT_OK;
+        }
+        fprintf(stderr, "dtrexec ops: takes no arguments: unexpected argument '%s'\n" OPS_USAGE, argv[i]);
+        return CLI_EXIT_USAGE;
+    }
     char why[1024];
     char path[4096];
     const struct backend_module *cuda = backend_module_load("cuda", why, sizeof why);

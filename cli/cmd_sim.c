@@ -3,6 +3,7 @@
  * with --plan, replay and check a static schedule on a graph instead
  * (dtr/sim/schedule.c). */
 #include <math.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -324,7 +325,10 @@ int cmd_sim(int argc, char **argv)
             o.min_evict_bytes = (uint64_t)b;
             i++;
         } else if (!strcmp(a, "--seed") && v) {
-            o.seed = strtoull(v, NULL, 10);
+            long long seed;
+            if (cli_parse_int("dtrexec sim", "--seed", v, 0, LLONG_MAX, &seed))
+                return CLI_EXIT_USAGE;
+            o.seed = (unsigned long long)seed;
             i++;
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "dtrexec sim: unknown option or missing value: %s\n", a);

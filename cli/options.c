@@ -127,6 +127,9 @@ static const struct cli_option_entry {
     { "check", "--device", "cpu|cuda", "cpu" },
     { "check", "--quiet", NULL, NULL },
 
+    { "ops", "--help", NULL, NULL },
+    { "ops", "-h", NULL, NULL },
+
     { "params", "--help", NULL, NULL },
     { "params", "-h", NULL, NULL },
     { "params", "--freeze", "PATTERN", "*.bias" },

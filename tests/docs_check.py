@@ -144,6 +144,7 @@ def probe_args(cmd, tmp):
     missing = os.path.join(tmp, "missing")
     return {
         "dtrexec": [],
+        "ops": ["ops"],
         "run": [missing + ".onnx"],
         "export": ["export", missing + ".onnx", "--train", "-o", os.path.join(tmp, "g.json")],
         "check": ["check", missing],

@@ -213,6 +213,12 @@ def options(exe, tmp):
     expect("gradcheck-dim", [exe, "gradcheck", sym, "--dim", "batch=3"], 0)
     for val in ["batch", "batch=0", "=3", "batch=x"]:
         expect(f"gradcheck-dim-{val}", [exe, "gradcheck", sym, "--dim", val], 1, "--dim")
+    # ops took any argument; sim --seed read text as 0; bench --time-limit had no bound.
+    expect("ops-argument", [exe, "ops", "--bogus"], 1, "dtrexec ops: takes no arguments: unexpected argument '--bogus'")
+    expect("ops-help", [exe, "ops", "--help"], 0)
+    for val in ["abc", "-3", "1.5"]:
+        expect(f"sim--seed-{val}", [exe, "sim", good, "--seed", val], 1, "dtrexec sim", "--seed", f"'{val}'")
+    expect("bench-time-limit-1e9", [exe, "bench", good, "--time-limit", "1e9"], 1, "--time-limit", "from 0 to 1e7")
     # Training options without --train were quietly ignored.
     for opt, val in [("-o", "g.json"), ("--export", "g.json"), ("--lr", "0.1"), ("--steps", "3"), ("--loss", "mse"),
                      ("--labels", "l.npy"), ("--optimizer", "adam"), ("--nesterov", None), ("--freeze", "W"),
