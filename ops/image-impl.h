@@ -2,11 +2,11 @@
  * (ops/image_decoder.c).
  *
  * One struct image_codec per container format, found by the signature at
- * the start of the encoded bytes (image_codec_find). Each codec answers two
- * questions: the size of the image (info: width and height, nothing
- * decoded) and its pixels as 8-bit interleaved RGB, row-major, top row
- * first (decode, into a buffer of width * height * 3 bytes that the caller
- * owns). Grey images come out with R = G = B; an alpha channel is dropped,
+ * the start of the encoded bytes (image_codec_find). Its read answers two
+ * questions: with rgb NULL the size of the image (width and height, nothing
+ * decoded), and with rgb its pixels as 8-bit interleaved RGB, row-major,
+ * top row first, into a buffer of width * height * 3 bytes that the caller
+ * owns (the size must be what the first call gave). Grey images come out with R = G = B; an alpha channel is dropped,
  * as PIL's convert("RGB") drops it. BMP and PNM are parsed here
  * (image_simple.c); JPEG, PNG, TIFF, WebP and JPEG 2000 go through the
  * system's libjpeg, libpng, libtiff, libwebp and openjpeg (image_libs.c),
@@ -22,10 +22,8 @@
 struct image_codec {
     const char *name;                                  /* "JPEG", "PNG", ... */
     int (*match)(const uint8_t *buf, size_t n);        /* 1 when the signature is this format's */
-    int (*info)(const uint8_t *buf, size_t n, int64_t *width, int64_t *height,
+    int (*read)(const uint8_t *buf, size_t n, int64_t *width, int64_t *height, uint8_t *rgb,
                 char *err, size_t err_size);
-    int (*decode)(const uint8_t *buf, size_t n, int64_t width, int64_t height, uint8_t *rgb,
-                  char *err, size_t err_size);
 };
 
 extern const struct image_codec image_codec_bmp, image_codec_pnm;

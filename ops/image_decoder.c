@@ -73,7 +73,7 @@ static int image_decoder_infer(struct op_call *c)
         return -1;
     int64_t w = 0, h = 0;
     char msg[256];
-    if (codec->info(buf, n, &w, &h, msg, sizeof msg))
+    if (codec->read(buf, n, &w, &h, NULL, msg, sizeof msg))
         return op_error(c, "%s", msg);
     struct tensor *y = c->out[0];
     y->dtype = ONNX_DTYPE_UINT8;
@@ -104,7 +104,7 @@ static int image_decoder_cpu(struct op_call *c)
                             (long long)w, (long long)(px * 3));
     }
     char msg[256];
-    int rc = codec->decode(buf, n, w, h, rgb, msg, sizeof msg);
+    int rc = codec->read(buf, n, &w, &h, rgb, msg, sizeof msg);
     if (rc) {
         op_error(c, "%s", msg);
     } else if (p->format == PIXEL_BGR) {

@@ -48,7 +48,7 @@ static void jpeg_on_message(j_common_ptr cinfo, int level) { (void)cinfo; (void)
 static int jpeg_match(const uint8_t *b, size_t n) { return n >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF; }
 
 /* Reads the header, and with rgb non-NULL the pixels. */
-static int jpeg_run(const uint8_t *b, size_t n, int64_t *w, int64_t *h, uint8_t *rgb, char *err, size_t es)
+static int jpeg_read(const uint8_t *b, size_t n, int64_t *w, int64_t *h, uint8_t *rgb, char *err, size_t es)
 {
     struct jpeg_decompress_struct cinfo;
     struct jpeg_fail fail;
@@ -89,17 +89,7 @@ static int jpeg_run(const uint8_t *b, size_t n, int64_t *w, int64_t *h, uint8_t 
     return 0;
 }
 
-static int jpeg_info(const uint8_t *b, size_t n, int64_t *w, int64_t *h, char *err, size_t es)
-{
-    return jpeg_run(b, n, w, h, NULL, err, es);
-}
-
-static int jpeg_decode(const uint8_t *b, size_t n, int64_t w, int64_t h, uint8_t *rgb, char *err, size_t es)
-{
-    return jpeg_run(b, n, &w, &h, rgb, err, es);
-}
-
-const struct image_codec image_codec_jpeg = { "JPEG", jpeg_match, jpeg_info, jpeg_decode };
+const struct image_codec image_codec_jpeg = { "JPEG", jpeg_match, jpeg_read };
 
 /* ---- PNG ------------------------------------------------------------------ */
 
@@ -133,7 +123,7 @@ static void pm_on_warning(png_structp png, png_const_charp msg) { (void)png; (vo
 
 static int pngc_match(const uint8_t *b, size_t n) { return n >= 8 && !memcmp(b, "\x89PNG\r\n\x1a\n", 8); }
 
-static int pngc_run(const uint8_t *b, size_t n, int64_t *w, int64_t *h, uint8_t *rgb, char *err, size_t es)
+static int pngc_read(const uint8_t *b, size_t n, int64_t *w, int64_t *h, uint8_t *rgb, char *err, size_t es)
 {
     struct png_mem m = { b, n, 0, "" };
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &m, pm_on_error, pm_on_warning);
@@ -187,17 +177,7 @@ static int pngc_run(const uint8_t *b, size_t n, int64_t *w, int64_t *h, uint8_t 
     return 0;
 }
 
-static int pngc_info(const uint8_t *b, size_t n, int64_t *w, int64_t *h, char *err, size_t es)
-{
-    return pngc_run(b, n, w, h, NULL, err, es);
-}
-
-static int pngc_decode(const uint8_t *b, size_t n, int64_t w, int64_t h, uint8_t *rgb, char *err, size_t es)
-{
-    return pngc_run(b, n, &w, &h, rgb, err, es);
-}
-
-const struct image_codec image_codec_png = { "PNG", pngc_match, pngc_info, pngc_decode };
+const struct image_codec image_codec_png = { "PNG", pngc_match, pngc_read };
 
 /* ---- TIFF ----------------------------------------------------------------- */
 
@@ -270,7 +250,7 @@ static TIFF *tiff_open(struct tiff_mem *m)
     return t;
 }
 
-static int tiff_run(const uint8_t *b, size_t n, int64_t *w, int64_t *h, uint8_t *rgb, char *err, size_t es)
+static int tiff_read(const uint8_t *b, size_t n, int64_t *w, int64_t *h, uint8_t *rgb, char *err, size_t es)
 {
     struct tiff_mem m = { b, n, 0, err, es, 0 };
     TIFF *t = tiff_open(&m);
@@ -288,6 +268,10 @@ static int tiff_run(const uint8_t *b, size_t n, int64_t *w, int64_t *h, uint8_t 
         *h = ih;
         TIFFClose(t);
         return 0;
+    }
+    if ((int64_t)iw != *w || (int64_t)ih != *h) {
+        TIFFClose(t);
+        return image_error(err, es, "TIFF: the image is %u x %u, not %lld x %lld", iw, ih, (long long)*w, (long long)*h);
     }
     uint32_t *raster = malloc((size_t)iw * ih * sizeof *raster);
     if (!raster) {
@@ -309,42 +293,32 @@ static int tiff_run(const uint8_t *b, size_t n, int64_t *w, int64_t *h, uint8_t 
     return 0;
 }
 
-static int tiff_info(const uint8_t *b, size_t n, int64_t *w, int64_t *h, char *err, size_t es)
-{
-    return tiff_run(b, n, w, h, NULL, err, es);
-}
-
-static int tiff_decode(const uint8_t *b, size_t n, int64_t w, int64_t h, uint8_t *rgb, char *err, size_t es)
-{
-    return tiff_run(b, n, &w, &h, rgb, err, es);
-}
-
-const struct image_codec image_codec_tiff = { "TIFF", tiff_match, tiff_info, tiff_decode };
+const struct image_codec image_codec_tiff = { "TIFF", tiff_match, tiff_read };
 
 /* ---- WebP ----------------------------------------------------------------- */
 
 static int webp_match(const uint8_t *b, size_t n) { return n >= 12 && !memcmp(b, "RIFF", 4) && !memcmp(b + 8, "WEBP", 4); }
 
-static int webp_info(const uint8_t *b, size_t n, int64_t *w, int64_t *h, char *err, size_t es)
+static int webp_read(const uint8_t *b, size_t n, int64_t *w, int64_t *h, uint8_t *rgb, char *err, size_t es)
 {
     int iw = 0, ih = 0;
     if (!WebPGetInfo(b, n, &iw, &ih))
         return image_error(err, es, "WebP: the stream is not a still WebP image libwebp can read");
     if (!side_ok(iw, ih))
         return side_error("WebP", iw, ih, err, es);
-    *w = iw;
-    *h = ih;
-    return 0;
-}
-
-static int webp_decode(const uint8_t *b, size_t n, int64_t w, int64_t h, uint8_t *rgb, char *err, size_t es)
-{
-    if (!WebPDecodeRGBInto(b, n, rgb, (size_t)w * (size_t)h * 3, (int)(w * 3)))
+    if (!rgb) {
+        *w = iw;
+        *h = ih;
+        return 0;
+    }
+    if (iw != *w || ih != *h)
+        return image_error(err, es, "WebP: the image is %d x %d, not %lld x %lld", iw, ih, (long long)*w, (long long)*h);
+    if (!WebPDecodeRGBInto(b, n, rgb, (size_t)iw * (size_t)ih * 3, iw * 3))
         return image_error(err, es, "WebP: libwebp cannot decode the stream");
     return 0;
 }
 
-const struct image_codec image_codec_webp = { "WebP", webp_match, webp_info, webp_decode };
+const struct image_codec image_codec_webp = { "WebP", webp_match, webp_read };
 
 /* ---- JPEG 2000 ------------------------------------------------------------ */
 
@@ -418,7 +392,7 @@ static uint8_t jp2_sample(const opj_image_comp_t *c, size_t i)
     return (uint8_t)((v * 255 + top / 2) / top);
 }
 
-static int jp2_run(const uint8_t *b, size_t n, int64_t *w, int64_t *h, uint8_t *rgb, char *err, size_t es)
+static int jp2_read(const uint8_t *b, size_t n, int64_t *w, int64_t *h, uint8_t *rgb, char *err, size_t es)
 {
     struct jp2_mem m = { b, n, 0, err, es, 0 };
     opj_codec_t *codec = opj_create_decompress(b[0] == 0xFF ? OPJ_CODEC_J2K : OPJ_CODEC_JP2);
@@ -492,14 +466,4 @@ done:
     return rc;
 }
 
-static int jp2_info(const uint8_t *b, size_t n, int64_t *w, int64_t *h, char *err, size_t es)
-{
-    return jp2_run(b, n, w, h, NULL, err, es);
-}
-
-static int jp2_decode(const uint8_t *b, size_t n, int64_t w, int64_t h, uint8_t *rgb, char *err, size_t es)
-{
-    return jp2_run(b, n, &w, &h, rgb, err, es);
-}
-
-const struct image_codec image_codec_jp2 = { "JPEG 2000", jp2_match, jp2_info, jp2_decode };
+const struct image_codec image_codec_jp2 = { "JPEG 2000", jp2_match, jp2_read };

@@ -87,21 +87,21 @@ static int bmp_parse(const uint8_t *b, size_t n, struct bmp_header *h, char *err
     return 0;
 }
 
-static int bmp_info(const uint8_t *b, size_t n, int64_t *w, int64_t *h, char *err, size_t es)
+static int bmp_read(const uint8_t *b, size_t n, int64_t *width, int64_t *height, uint8_t *rgb, char *err,
+                    size_t es)
 {
     struct bmp_header hd = { 0 };
     if (bmp_parse(b, n, &hd, err, es))
         return -1;
-    *w = hd.width;
-    *h = hd.height < 0 ? -hd.height : hd.height;
-    return 0;
-}
-
-static int bmp_decode(const uint8_t *b, size_t n, int64_t w, int64_t h, uint8_t *rgb, char *err, size_t es)
-{
-    struct bmp_header hd = { 0 };
-    if (bmp_parse(b, n, &hd, err, es))
-        return -1;
+    int64_t w = hd.width, h = hd.height < 0 ? -hd.height : hd.height;
+    if (!rgb) {
+        *width = w;
+        *height = h;
+        return 0;
+    }
+    if (w != *width || h != *height)
+        return image_error(err, es, "BMP: the image is %lld x %lld, not %lld x %lld", (long long)w, (long long)h,
+                           (long long)*width, (long long)*height);
     const uint8_t *pal = b + 14 + hd.header_size;
     int64_t stride = ((w * hd.bpp + 31) / 32) * 4;
     for (int64_t y = 0; y < h; y++) {
@@ -127,7 +127,7 @@ static int bmp_decode(const uint8_t *b, size_t n, int64_t w, int64_t h, uint8_t 
     return 0;
 }
 
-const struct image_codec image_codec_bmp = { "BMP", bmp_match, bmp_info, bmp_decode };
+const struct image_codec image_codec_bmp = { "BMP", bmp_match, bmp_read };
 
 /* ---- PNM ------------------------------------------------------------------ */
 
@@ -195,16 +195,6 @@ static int pnm_parse(const uint8_t *b, size_t n, struct pnm_header *h, char *err
     return 0;
 }
 
-static int pnm_info(const uint8_t *b, size_t n, int64_t *w, int64_t *h, char *err, size_t es)
-{
-    struct pnm_header hd = { 0 };
-    if (pnm_parse(b, n, &hd, err, es))
-        return -1;
-    *w = hd.width;
-    *h = hd.height;
-    return 0;
-}
-
 static uint8_t pnm_scale(int64_t v, int64_t maxval)
 {
     if (v > maxval)
@@ -212,11 +202,21 @@ static uint8_t pnm_scale(int64_t v, int64_t maxval)
     return (uint8_t)((v * 255 + maxval / 2) / maxval);
 }
 
-static int pnm_decode(const uint8_t *b, size_t n, int64_t w, int64_t h, uint8_t *rgb, char *err, size_t es)
+static int pnm_read(const uint8_t *b, size_t n, int64_t *width, int64_t *height, uint8_t *rgb, char *err,
+                    size_t es)
 {
     struct pnm_header hd = { 0 };
     if (pnm_parse(b, n, &hd, err, es))
         return -1;
+    int64_t w = hd.width, h = hd.height;
+    if (!rgb) {
+        *width = w;
+        *height = h;
+        return 0;
+    }
+    if (w != *width || h != *height)
+        return image_error(err, es, "PNM: the image is %lld x %lld, not %lld x %lld", (long long)w, (long long)h,
+                           (long long)*width, (long long)*height);
     int ch = (hd.kind == 3 || hd.kind == 6) ? 3 : 1;
     size_t p = hd.data;
     const uint8_t *s = b + hd.data;
@@ -255,4 +255,4 @@ static int pnm_decode(const uint8_t *b, size_t n, int64_t w, int64_t h, uint8_t 
     return 0;
 }
 
-const struct image_codec image_codec_pnm = { "PNM", pnm_match, pnm_info, pnm_decode };
+const struct image_codec image_codec_pnm = { "PNM", pnm_match, pnm_read };

@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_image.c — ImageDecoder's codecs (ops/image-impl.h) on
- * arbitrary bytes: the codec found by signature reads the header, and where
+ * arbitrary bytes: the codec found by signature reads the size, and where
  * the image is at most 2^20 pixels decodes it. Each step either succeeds or
  * fails with a message; a decoded image must have the header's size. */
 #include <stdlib.h>
@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     char err[256] = "";
     int64_t w = 0, h = 0;
-    if (codec->info(data, size, &w, &h, err, sizeof err)) {
+    if (codec->read(data, size, &w, &h, NULL, err, sizeof err)) {
         FUZZ_REQUIRE(err[0]);
         return 0;
     }
@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!rgb)
         return 0;
     err[0] = 0;
-    if (codec->decode(data, size, w, h, rgb, err, sizeof err))
+    if (codec->read(data, size, &w, &h, rgb, err, sizeof err))
         FUZZ_REQUIRE(err[0]);
     free(rgb);
     return 0;
