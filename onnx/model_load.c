@@ -224,7 +224,22 @@ struct load_ctx {
     const struct onnx_model *model;    /* for opset checks */
     char *err;
     size_t err_size;
+    /* Subgraph depth of the innermost node that prefixed the message, -1
+     * before any did: an error deep in nested subgraphs keeps the two
+     * outermost levels and the innermost one (context_kept), not a chain
+     * of every level. */
+    int err_depth;
 };
+
+/* The subgraph levels whose node and subgraph names the message keeps. */
+#define CONTEXT_OUTER_LEVELS 2
+
+static int context_kept(struct load_ctx *c, int depth)
+{
+    if (c->err_depth < 0)
+        c->err_depth = depth;
+    return depth < CONTEXT_OUTER_LEVELS || depth == c->err_depth;
+}
 
 /* Names visible from a graph: its own values, then the enclosing graphs'. */
 struct scope {
@@ -402,8 +417,15 @@ static int attr_from_proto(Onnx__AttributeProto *p, struct onnx_attr *a, const s
     case ONNX_ATTR_GRAPH:
         if (!p->g)
             return onnx_error(c->err, c->err_size, "attribute '%s' is GRAPH but holds no graph", a->name);
-        if (graph_from_proto(p->g, sc, depth + 1, c, &a->g) != 0)
+        if (graph_from_proto(p->g, sc, depth + 1, c, &a->g) != 0) {
+            if (!context_kept(c, depth))
+                return -1;
+            int elided = c->err_depth - CONTEXT_OUTER_LEVELS;
+            if (depth == CONTEXT_OUTER_LEVELS - 1 && elided > 0)
+                return onnx_error_prefix(c->err, c->err_size, "subgraph '%s' (then %d more nested subgraph%s)",
+                                         a->name, elided, elided == 1 ? "" : "s");
             return onnx_error_prefix(c->err, c->err_size, "subgraph '%s'", a->name);
+        }
         break;
     case ONNX_ATTR_FLOATS:
         if (check_count(p->n_floats, "floats", c) != 0)
@@ -561,7 +583,8 @@ static int node_from_proto(Onnx__NodeProto *p, int index, struct onnx_node *n, c
     for (size_t i = 0; i < p->n_attribute; i++) {
         n->n_attrs = (int)i + 1;
         if (attr_from_proto(p->attribute[i], &n->attrs[i], sc, depth, c) != 0)
-            return onnx_error_prefix(c->err, c->err_size, "node '%s' (%s)", n->name, n->op_type);
+            return context_kept(c, depth) ? onnx_error_prefix(c->err, c->err_size, "node '%s' (%s)", n->name, n->op_type)
+                                          : -1;
         for (size_t j = 0; j < i; j++)
             if (strcmp(n->attrs[j].name, n->attrs[i].name) == 0)
                 return onnx_error(c->err, c->err_size, "node '%s' (%s): attribute '%s' given twice", n->name,
@@ -959,7 +982,7 @@ int onnx_model_load_buffer(const void *buf, size_t len, const char *base_dir, st
     if (!mp)
         return onnx_error(err, err_size, "not a valid ONNX model: protobuf decoding failed (corrupt or truncated file)");
     struct onnx_model *m = calloc(1, sizeof *m);
-    struct load_ctx c = {.base_dir = base_dir, .model = m, .err = err, .err_size = err_size};
+    struct load_ctx c = {.base_dir = base_dir, .model = m, .err = err, .err_size = err_size, .err_depth = -1};
     if (!m) {
         onnx_error(err, err_size, "out of memory");
         goto fail;

@@ -227,7 +227,32 @@ def options(exe, tmp):
         expect(f"run{opt}-without-train", cmd, 1, f"{opt} is an option of training runs and needs --train")
 
 
+def deep_if(depth):
+    """If nodes nested `depth` deep in then_branch, the innermost branch holding a node of an unknown domain."""
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="bad", domain="nowhere")], "leaf", [],
+                          [vi("y", F, [2])])
+    for d in range(1, depth + 1):
+        els = helper.make_graph([helper.make_node("Identity", ["x"], ["y"], name=f"id{d}")], f"else{d}", [],
+                                [vi("y", F, [2])])
+        g = helper.make_graph([helper.make_node("If", ["c"], ["y"], name=f"if{d}", then_branch=g, else_branch=els)],
+                              f"g{d}", [], [vi("y", F, [2])])
+    g.input.extend([vi("c", TensorProto.BOOL, []), vi("x", F, [2])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def messages(exe, tmp):
+    # Deep If nesting gave a 1 KB chain repeating "subgraph 'then_branch'":
+    # the two outermost levels, a count of the elided ones, the innermost.
+    for depth, elided in [(3, None), (30, 27)]:
+        path = os.path.join(tmp, f"deep_if_{depth}.onnx")
+        onnx.save(deep_if(depth), path)
+        words = [f"node 'if{depth}' (If): subgraph 'then_branch'", "node 'if1' (If): subgraph 'then_branch': node 'bad'",
+                 "domain 'nowhere' is not in the model's opset imports"]
+        if elided:
+            words.append(f"(then {elided} more nested subgraphs)")
+        p = expect(f"deep-if-{depth}", [exe, path], 1, *words)
+        if p is not None and elided and len(p.stderr) > 400:
+            failures.append(f"deep-if-{depth}: message of {len(p.stderr)} bytes")
     # A required input left empty ("" marks an omitted optional one) crashed
     # Gemm's shape inference and OptionalGetElement (found by tests/fuzz).
     gemm = save(tmp, "gemm_empty", [helper.make_node("Gemm", ["", "b"], ["y"], name="g")],
