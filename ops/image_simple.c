@@ -60,6 +60,8 @@ static int bmp_parse(const uint8_t *b, size_t n, struct bmp_header *h, char *err
     h->header_size = le32(b + 14);
     if (h->header_size < 40)
         return image_error(err, es, "BMP: header of %u bytes (OS/2 bitmaps) is not supported", h->header_size);
+    if (14 + (uint64_t)h->header_size > n)
+        return image_error(err, es, "BMP: a header of %u bytes does not fit in %zu bytes", h->header_size, n);
     h->width = (int32_t)le32(b + 18);
     h->height = (int32_t)le32(b + 22);
     h->bpp = (int)le16(b + 28);
@@ -80,7 +82,7 @@ static int bmp_parse(const uint8_t *b, size_t n, struct bmp_header *h, char *err
                            (long long)rows, (long long)stride, h->data_offset, n);
     if (h->bpp <= 8) {
         uint32_t pal = h->colors ? h->colors : 1u << h->bpp;
-        if (pal > 256u || 14u + h->header_size + 4u * (uint64_t)pal > h->data_offset)
+        if (pal > 256u || 14 + (uint64_t)h->header_size + 4 * (uint64_t)pal > h->data_offset)
             return image_error(err, es, "BMP: the palette of %u colours does not fit before the pixel data", pal);
         h->colors = pal;
     }
