@@ -28,6 +28,7 @@ struct run_args {
     long long dim_hi[RUN_MAX_ARGS];          /* NAME=LO:HI draws a value per step; hi == value when fixed */
     int n_dims;
     int fresh;                     /* new dimensions, inputs and targets every step */
+    const char *update_given;      /* --update's value, when given */
     long long *step_dims;          /* per step, per dim: the values drawn (for --stats) */
     const char *output_dir;
     const char *stats_path;
@@ -104,6 +105,9 @@ static void run_usage(FILE *f)
             "  --freeze PATTERN  --trainable PATTERN  glob patterns over initializer names (repeatable, or\n"
             "                               comma-separated) overriding which are parameters (dtrexec params)\n"
             "  --weight-decay F  --adam-bias-correction pytorch|hf\n"
+            "  --update in-backward|after-backward  when parameters are updated: each as soon as its gradient\n"
+            "                  is final, freeing it (default), or all after the backward pass (as PyTorch's\n"
+            "                  optimizer.step(); always with --plan, --export and --grad-dir); the same results\n"
             "  --grad-dir DIR  write each parameter's gradient of the last step as DIR/<name>.pb, listed in\n"
             "                  DIR/index.json\n"
             "memory budget:\n"
@@ -171,6 +175,7 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
         static const char *const training_options[] = {
             "--steps", "--lr", "--momentum", "--nesterov", "--weight-decay", "--optimizer", "--loss",
             "--adam-bias-correction", "--freeze", "--trainable", "--labels", "--grad-dir", "-o", "--export",
+            "--update",
         };
         for (size_t k = 0; k < sizeof training_options / sizeof training_options[0] && !a->train_only; k++)
             if (!strcmp(arg, training_options[k]))
@@ -193,7 +198,7 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
             "--input", "--dim", "--output-dir", "--stats", "--device", "--threads", "--repeat", "--seed",
             "--steps", "--lr", "--momentum", "--weight-decay", "--optimizer", "--loss", "--adam-bias-correction",
             "--freeze", "--trainable", "--labels", "--save", "--budget", "--heuristic", "--dealloc", "--trace", "--cost", "--plan",
-            "-o", "--export", "--grad-dir",
+            "-o", "--export", "--grad-dir", "--update",
         };
         int known = 0;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
@@ -275,6 +280,11 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
         } else if (!strcmp(arg, "--loss")) {
             if ((a->topts.loss = parse_choice(arg, val, loss_names, 5)) < 0)
                 return -1;
+        } else if (!strcmp(arg, "--update")) {
+            static const char *const when[] = { "in-backward", "after-backward" };
+            if ((a->topts.update_after_backward = parse_choice(arg, val, when, 2)) < 0)
+                return -1;
+            a->update_given = val;
         } else if (!strcmp(arg, "--adam-bias-correction")) {
             static const char *const conv[] = { "pytorch", "hf" };
             if ((a->topts.hf_bias_correction = parse_choice(arg, val, conv, 2)) < 0)
@@ -324,6 +334,16 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
         fprintf(stderr, "dtrexec: %s is an option of training runs and needs --train\n", a->train_only);
         return -1;
     }
+    if (a->update_given && !a->topts.update_after_backward && (a->plan_path || a->export_path || a->grad_dir)) {
+        fprintf(stderr, "dtrexec: --update in-backward cannot be combined with %s\n",
+                a->plan_path ? "--plan: schedules update after the backward pass" :
+                a->export_path ? "--export: exported graphs update after the backward pass" :
+                "--grad-dir: the gradients are freed as they are used; --update after-backward keeps them");
+        return -1;
+    }
+    /* The gradients --grad-dir writes must outlive the backward pass. */
+    if (a->grad_dir)
+        a->topts.update_after_backward = 1;
     a->topts.fresh_targets = a->fresh;
     if (a->fresh && a->n_dims &&
         !(a->step_dims = calloc((size_t)a->steps * (size_t)a->n_dims + 1, sizeof *a->step_dims))) {
@@ -460,6 +480,7 @@ static int write_stats(struct dtrx_session *s, const struct run_args *a)
         .view_remats = st.view_remats, .op_calls = st.op_calls, .dtr_overhead_seconds = st.dtr_overhead_seconds,
         .compaction_seconds = st.compaction_seconds, .runs = st.runs, .step_seconds = st.step_seconds,
         .train = a->train, .losses = st.losses, .nonfinite_step = a->nonfinite_step,
+        .updates_in_backward = st.updates_in_backward,
     };
     snprintf(out.device, sizeof out.device, "%s", a->device);
     if (st.budget_bytes) {

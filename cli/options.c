@@ -104,6 +104,7 @@ static const struct cli_option_entry {
     { "run", "--nesterov", NULL, NULL },
     { "run", "--weight-decay", "F", "0.01" },
     { "run", "--adam-bias-correction", "pytorch|hf", "hf" },
+    { "run", "--update", "in-backward|after-backward", "after-backward" },
     { "run", "--loss", "auto|mse|cross-entropy|sum|graph", "mse" },
     { "run", "--labels", "FILE", "y.npy" },
     { "run", "--save", "OUT.onnx", "out.onnx" },

@@ -76,6 +76,9 @@ struct storage_rec {
      * the heuristics (no self-edges; duplicates are harmless) */
     uint32_t *adj[2];
     uint32_t n_adj[2], cap_adj[2];
+    /* computed from a tensor the program has since changed in place
+     * (dtr_tensor_mutate): locked for good, freed when released */
+    uint8_t frozen;
 } __attribute__((aligned(64)));
 
 /* A union-find node: what eq_cost reads of a root, in one 16-byte record. */

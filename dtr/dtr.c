@@ -247,6 +247,19 @@ static void pin_storage(struct dtr *d, uint32_t s)
     d->st.pinned_bytes += r->bytes;
 }
 
+/* Frozen storages hold one lock for good, like pinned ones, but are freed
+ * when the program lets go of them (free_frozen). */
+static void freeze_storage(struct dtr *d, uint32_t s)
+{
+    struct storage_rec *r = &d->storages[s];
+    if (r->frozen || r->pinned || d->state[s] != ST_RESIDENT)
+        return;
+    lock(d, s);
+    r = &d->storages[s];
+    r->frozen = 1;
+    d->st.frozen_bytes += r->bytes;
+}
+
 /* ---- eviction ---- */
 
 static enum dtr_status evict(struct dtr *d, uint32_t s, int dealloc)
@@ -358,6 +371,28 @@ static enum dtr_status try_banish(struct dtr *d, uint32_t s)
             }
         }
     return DTR_OK;
+}
+
+/* The program dropped its last reference to a frozen storage: nothing can
+ * recompute it (its lineage changed) and nothing needs it (everything held
+ * that descends from it is frozen and resident), so it is freed for good.
+ * One still locked by a call in progress stays until the step ends. */
+static enum dtr_status free_frozen(struct dtr *d, uint32_t s)
+{
+    struct storage_rec *r = &d->storages[s];
+    if (r->ref_ext || r->ref_int != 1 || d->state[s] != ST_RESIDENT)
+        return DTR_OK;
+    r->frozen = 0;
+    r->ref_int = 0;
+    d->st.frozen_bytes -= r->bytes;
+    d->st.resident_bytes -= r->bytes;
+    for (uint32_t t = r->first_tensor; t != DTR_NONE; t = d->tensors[t].next_in_storage)
+        d->tensors[t].defined = 0;
+    d->state[s] = ST_BANISHED;
+    if (d->mem.free)
+        d->mem.free(d->mem.ctx, s, 0);
+    dtr_eq_changed(d, s);
+    return dtr_region_changed(d, s, 0) ? nomem(d) : DTR_OK;
 }
 
 /* ---- running one call ---- */
@@ -753,6 +788,12 @@ static enum dtr_status call_add(struct dtr *d, const struct dtr_call_desc *c, dt
     /* stamped after the call, so that new outputs are not evicted at once */
     for (uint32_t k = 0; k < c->n_outputs; k++)
         d->storages[d->tensors[outputs[k]].storage].last_access = d->clock;
+    /* computed from a frozen storage: frozen too (dtr_tensor_mutate) */
+    int frozen_input = 0;
+    for (uint32_t k = 0; k < c->n_inputs && !frozen_input; k++)
+        frozen_input = d->storages[d->tensors[c->inputs[k]].storage].frozen;
+    for (uint32_t k = 0; frozen_input && k < c->n_outputs; k++)
+        freeze_storage(d, d->tensors[outputs[k]].storage);
     if (constant) {
         struct storage_rec *s = &d->storages[d->tensors[outputs[0]].storage];
         d->st.constant_bytes += s->bytes;
@@ -803,6 +844,8 @@ enum dtr_status dtr_tensor_release(struct dtr *d, dtr_tensor t)
         d->tensors[t].ref_ext--;
     if (s->ref_ext)
         return DTR_OK;
+    if (s->frozen)
+        return free_frozen(d, si);
     switch (d->cfg.dealloc) {
     case DTR_DEALLOC_EAGER:
         /* locked (acquired) storages stay; they remain ordinary candidates */
@@ -846,11 +889,13 @@ enum dtr_status dtr_tensor_unacquire(struct dtr *d, dtr_tensor t)
     if (st)
         return st;
     struct storage_rec *s = &d->storages[d->tensors[t].storage];
-    if (!s->ref_int || (s->pinned && s->ref_int == 1)) {
+    if (!s->ref_int || ((s->pinned || s->frozen) && s->ref_int == 1)) {
         dtr_set_error(d, "dtr: unacquire of tensor %u that is not acquired", t);
         return DTR_ERR_INVALID;
     }
     unlock(d, d->tensors[t].storage);
+    if (s->frozen && !s->ref_ext)
+        return free_frozen(d, d->tensors[t].storage);
     return DTR_OK;
 }
 
@@ -861,6 +906,58 @@ enum dtr_status dtr_tensor_pin(struct dtr *d, dtr_tensor t)
         return st;
     pin_storage(d, d->tensors[t].storage);
     return DTR_OK;
+}
+
+enum dtr_status dtr_tensor_mutate(struct dtr *d, dtr_tensor t)
+{
+    enum dtr_status st = check(d, t);
+    if (st)
+        return st;
+    d->st.mutations++;
+    /* The held descendants of t's storage, found first: making them
+     * resident recomputes and evicts, which uses the marks. */
+    uint32_t root = d->tensors[t].storage, mark = dtr_stamp_next(d), n_held = 0, cap_held = 0;
+    uint32_t *held = NULL;
+    d->n_work = 0;
+    if (DTR_GROW(d, d->work, d->cap_work, 1))
+        return nomem(d);
+    d->work[d->n_work++] = root;
+    d->mark[root] = mark;
+    while (d->n_work) {
+        uint32_t x = d->work[--d->n_work];
+        const struct storage_rec *r = &d->storages[x];
+        for (uint32_t k = 0; k < r->n_adj[1]; k++) {
+            uint32_t c = r->adj[1][k];
+            if (d->mark[c] == mark || d->state[c] == ST_BANISHED)
+                continue;
+            d->mark[c] = mark;
+            if (DTR_GROW(d, d->work, d->cap_work, (size_t)d->n_work + 1)) {
+                free(held);
+                return nomem(d);
+            }
+            d->work[d->n_work++] = c;
+            r = &d->storages[x];
+            if (d->storages[c].ref_ext && !d->storages[c].frozen && !d->storages[c].pinned) {
+                if (DTR_GROW(d, held, cap_held, (size_t)n_held + 1)) {
+                    free(held);
+                    return nomem(d);
+                }
+                held[n_held++] = c;
+            }
+        }
+    }
+    /* Resident and frozen one by one: the frozen ones are locked, so
+     * making the next resident cannot evict them. */
+    for (uint32_t i = 0; i < n_held && !st; i++) {
+        uint32_t c = held[i];
+        for (uint32_t u = d->storages[c].first_tensor; u != DTR_NONE && !st; u = d->tensors[u].next_in_storage)
+            if (!d->tensors[u].defined)
+                st = materialize(d, u, 1);
+        if (!st)
+            freeze_storage(d, c);
+    }
+    free(held);
+    return st;
 }
 
 int dtr_tensor_is_resident(const struct dtr *d, dtr_tensor t)

@@ -33,6 +33,11 @@
  *       and lock it while the user reads it (e.g. to copy it to the host).
  *   dtr_tensor_pin                                    resident for good
  *       (outputs the program keeps at the end).
+ *   dtr_tensor_mutate                                 before the program
+ *       writes a tensor in place (an optimizer step inside the backward
+ *       pass): what it still holds that was computed from it is made
+ *       resident and frozen, as are later calls' outputs that read a frozen
+ *       storage, so that no recomputation reads the new contents.
  *   dtr_stats_get, dtr_error                          statistics, last error.
  *
  * Memory interface. memory.alloc(ctx, s, bytes, flags) reserves the buffer
@@ -173,6 +178,14 @@ enum dtr_status dtr_tensor_release(struct dtr *d, dtr_tensor t);
 enum dtr_status dtr_tensor_acquire(struct dtr *d, dtr_tensor t);
 enum dtr_status dtr_tensor_unacquire(struct dtr *d, dtr_tensor t);
 enum dtr_status dtr_tensor_pin(struct dtr *d, dtr_tensor t);
+/* The program is about to change tensor t's contents in place. Every
+ * storage it still references that was computed, directly or not, from t is
+ * made resident (recomputed now, from the old contents, if evicted) and
+ * frozen: never evicted, freed for good when its last reference goes. The
+ * outputs of every later call that reads a frozen storage are frozen too.
+ * Nothing computed from t is therefore ever recomputed from its new
+ * contents. DTR_ERR_OOM when those storages do not fit at once. */
+enum dtr_status dtr_tensor_mutate(struct dtr *d, dtr_tensor t);
 /* 1 when the tensor is computed and its storage resident. */
 int dtr_tensor_is_resident(const struct dtr *d, dtr_tensor t);
 dtr_storage dtr_tensor_storage(const struct dtr *d, dtr_tensor t);
@@ -207,6 +220,8 @@ struct dtr_stats {
     uint64_t metadata_accesses;     /* storage/edge/class records read while scoring */
     uint64_t resident_bytes, peak_resident_bytes;
     uint64_t pinned_bytes;          /* resident bytes that can never be evicted */
+    uint64_t frozen_bytes;          /* resident bytes frozen by dtr_tensor_mutate (not in pinned_bytes) */
+    uint64_t mutations;             /* dtr_tensor_mutate calls */
     uint64_t constant_bytes;
     uint32_t tensors, storages, ops;
 };

@@ -637,6 +637,22 @@ enum dtrx_status rt_budget_pin(struct dtrx_session *s, struct rt_value *v)
     return st ? dtr_failure(s, NULL, st) : DTRX_OK;
 }
 
+/* Before v is updated in place: what the step holds that was computed from
+ * it is recomputed now if evicted, and frozen (never evicted again). */
+enum dtrx_status rt_budget_mutate(struct dtrx_session *s, struct rt_value *v)
+{
+    if (!rt_budget_active(s) || v->mem.dt == DTR_NONE)
+        return DTRX_OK;
+    enum dtr_status st = dtr_tensor_mutate(s->budget.dtr, v->mem.dt);
+    if (st == DTR_ERR_OOM)
+        return rt_fail(DTRX_ERR_BUDGET,
+                       "budget of %zu bytes is infeasible: updating '%s' inside the backward pass needs every value "
+                       "computed from it that the step still holds resident at once, and they do not fit (%s); "
+                       "--update after-backward keeps the gradients instead",
+                       s->arena.budget_bytes, v->name, dtr_error(s->budget.dtr));
+    return st ? dtr_failure(s, NULL, st) : DTRX_OK;
+}
+
 void rt_budget_release(struct dtrx_session *s, struct rt_value *v)
 {
     if (!rt_budget_active(s) || v->mem.dt == DTR_NONE || v->mem.storage || !v->mem.dtr_held)
@@ -728,6 +744,7 @@ const struct rt_memory rt_memory_dtr = {
     .constant = rt_budget_constant,
     .read = rt_budget_read,
     .pin = rt_budget_pin,
+    .mutate = rt_budget_mutate,
     .release = rt_budget_release,
     .live = rt_value_live,
 };

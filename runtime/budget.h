@@ -57,6 +57,7 @@ enum dtrx_status rt_budget_constant(struct dtrx_session *s, struct rt_value *v, 
 /* Copies a value to host memory (acquiring it, recomputing if evicted). */
 enum dtrx_status rt_budget_read(struct dtrx_session *s, struct rt_value *v, void *dst);
 void rt_budget_release(struct dtrx_session *s, struct rt_value *v);
+enum dtrx_status rt_budget_mutate(struct dtrx_session *s, struct rt_value *v);
 enum dtrx_status rt_budget_pin(struct dtrx_session *s, struct rt_value *v);
 void *rt_budget_scratch_alloc(struct dtrx_session *s, size_t bytes);
 void rt_budget_scratch_free(struct dtrx_session *s, void *ptr);

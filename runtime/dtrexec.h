@@ -202,6 +202,11 @@ struct dtrx_train_options {
     /* 1: seeded random targets are drawn anew every step, shaped like that
      * step's output (models whose shapes change from step to step). */
     int fresh_targets;
+    /* 0 (default): each parameter is updated as soon as its gradient is
+     * final, inside the backward pass, and the gradient freed; 1: every
+     * update after the whole backward pass, the gradients held until then
+     * (PyTorch's optimizer.step()). The results are the same bit for bit. */
+    int update_after_backward;
 };
 
 void dtrx_train_options_init(struct dtrx_train_options *o);
@@ -290,6 +295,7 @@ struct dtrx_stats {
     int runs;
     double *step_seconds;   /* `runs` entries, owned by the session */
     double *losses;         /* `runs` entries when training, else NULL */
+    long long updates_in_backward; /* parameter updates run inside the backward pass (all steps) */
 };
 
 void dtrx_session_stats(const struct dtrx_session *s, struct dtrx_stats *out);

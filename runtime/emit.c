@@ -226,6 +226,16 @@ enum dtrx_status rt_emit(struct dtrx_session *s, const char *op, const struct on
         st = rt_tape_push(s, c);
     if (st)
         return st;
+    /* A taped call (the loss) holds what its gradient reads, as the model's
+     * calls do (run.c, hold_saved), until its gradient has run (train.c,
+     * release_saved): the graph outputs the loss reads need not stay for
+     * any other reason. */
+    for (int i = 0; s->taping && i < n_in && i < 32; i++)
+        if (in[i] >= 0 && (c->def->grad_saves_in >> i & 1))
+            s->values[in[i]]->use.remaining++;
+    for (int i = 0; s->taping && i < n_out && i < 32; i++)
+        if (c->out[i] >= 0 && (c->def->grad_saves_out >> i & 1))
+            s->values[c->out[i]]->use.remaining++;
     /* The loss is differentiated like the model: its outputs need gradients
      * when any input does. */
     int requires_grad = 0;

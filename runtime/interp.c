@@ -67,6 +67,19 @@ static enum dtrx_status copy_outputs(struct dtrx_session *s)
     return DTRX_OK;
 }
 
+void rt_release_copied_outputs(struct dtrx_session *s)
+{
+    if (!rt_budget_active(s) || s->plan || s->recorder)
+        return;
+    for (int i = 0; i < s->n_outputs; i++) {
+        struct rt_value *v = s->values[s->output_values[i]];
+        if (v->list.container || !v->use.kept)
+            continue;
+        v->use.kept = 0;
+        rt_value_drop_if_unused(s, v);
+    }
+}
+
 enum dtrx_status rt_record_step(struct dtrx_session *s, double seconds, double loss)
 {
     if (s->stats.runs == s->step_capacity) {
@@ -97,8 +110,10 @@ enum dtrx_status rt_forward(struct dtrx_session *s, int training)
     enum dtrx_status st = begin_run(s);
     if (st)
         return st;
-    for (int i = 0; i < s->n_values; i++)
+    for (int i = 0; i < s->n_values; i++) {
         s->values[i]->use.remaining = s->values[i]->use.consumers;
+        s->values[i]->use.kept = s->values[i]->use.is_output;
+    }
     s->env.training = training;
     s->taping = training;
     s->n_tape = 0;

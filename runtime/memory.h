@@ -35,6 +35,11 @@ struct rt_memory {
     enum dtrx_status (*read)(struct dtrx_session *s, struct rt_value *v, void *dst);
     /* Keeps a value resident until the run or step ends. */
     enum dtrx_status (*pin)(struct dtrx_session *s, struct rt_value *v);
+    /* v (a parameter) is about to be updated in place while the step still
+     * holds values computed from it (an update inside the backward pass):
+     * none of them may be recomputed from the new contents (DTR: they are
+     * made resident and frozen, dtr_tensor_mutate). */
+    enum dtrx_status (*mutate)(struct dtrx_session *s, struct rt_value *v);
     /* The program lets go of a value (DTR: its reference to the tensor). */
     void (*release)(struct dtrx_session *s, struct rt_value *v);
     /* 1 when the value holds data now or can be recomputed. */

@@ -96,6 +96,14 @@ static int plain_live(const struct dtrx_session *s, const struct rt_value *v)
     return v->mem.storage != NULL;
 }
 
+/* Nothing is recomputed: an in-place update changes nothing else. */
+static enum dtrx_status plain_mutate(struct dtrx_session *s, struct rt_value *v)
+{
+    (void)s;
+    (void)v;
+    return DTRX_OK;
+}
+
 const struct rt_memory rt_memory_plain = {
     .name = "plain",
     .evicts = 0,
@@ -105,6 +113,7 @@ const struct rt_memory rt_memory_plain = {
     .constant = plain_constant,
     .read = plain_read,
     .pin = plain_pin,
+    .mutate = plain_mutate,
     .release = plain_release,
     .live = plain_live,
 };

@@ -93,7 +93,7 @@ void rt_trace_release(struct dtrx_session *s, struct rt_value *v)
 
 /* The CALL record; the names of the results are those already given. */
 static void call_record(struct dtrx_session *s, const struct rt_call *c, const unsigned long long *results,
-                        int n_results, double cost)
+                        int n_results, double cost, int in_place)
 {
     int n = c->n_in + n_results;
     struct trace_name stack[16], *names = n <= 16 ? stack : malloc((size_t)n * sizeof *names);
@@ -113,7 +113,9 @@ static void call_record(struct dtrx_session *s, const struct rt_call *c, const u
         }
     for (int i = 0; i < n_results; i++)
         text[n_args + i] = name_of(&names[n_args + i], results[i]);
-    fmt_trace_put_call(s->trace, c->def->name, text, n_args, text + n_args, (uint32_t)n_results, cost);
+    static const uint32_t first[1] = { 0 };
+    fmt_trace_put_call_in_place(s->trace, c->def->name, text, n_args, text + n_args, (uint32_t)n_results,
+                                first, in_place ? 1 : 0, cost);
     if (names != stack)
         free(names);
     if (text != stack_text)
@@ -128,8 +130,9 @@ static void trace_call(struct dtrx_session *s, const struct rt_call *c)
     if (!c->n_out) {
         /* An in-place update: a view of its first argument. */
         unsigned long long view = s->trace_next_id + 1;
-        call_record(s, c, &view, 1, cost);
         struct rt_value *param = s->values[c->in[0]];
+        call_record(s, c, &view, 1, cost, param->marks.in_place);
+        param->marks.in_place = 0;
         param->marks.trace_id = ++s->trace_next_id;
         memory_record(s, param, 0);
         alias_record(s, param, 0);
@@ -145,7 +148,7 @@ static void trace_call(struct dtrx_session *s, const struct rt_call *c)
             name_value(s, v);
             ids[n_results++] = v->marks.trace_id;
         }
-    call_record(s, c, ids, n_results, cost);
+    call_record(s, c, ids, n_results, cost, 0);
     if (ids != stack_ids)
         free(ids);
     for (int i = 0; i < c->n_out; i++) {
@@ -156,4 +159,10 @@ static void trace_call(struct dtrx_session *s, const struct rt_call *c)
         memory_record(s, v, alias >= 0 ? 0 : arena_rounded(tensor_size_bytes(&v->t)));
         alias_record(s, v, alias);
     }
+}
+
+void rt_trace_in_place(struct dtrx_session *s, struct rt_value *v)
+{
+    if (s->trace)
+        v->marks.in_place = 1;
 }

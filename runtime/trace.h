@@ -14,5 +14,8 @@ void rt_trace_close(struct dtrx_session *s);
 void rt_trace_annotate(struct dtrx_session *s, const char *what);
 void rt_trace_constant(struct dtrx_session *s, struct rt_value *v);
 void rt_trace_release(struct dtrx_session *s, struct rt_value *v);
+/* The next update of v (an optimizer step) changes it while the step still
+ * holds values computed from it: its CALL record says IN_PLACE. */
+void rt_trace_in_place(struct dtrx_session *s, struct rt_value *v);
 
 #endif

@@ -114,11 +114,15 @@ enum dtrx_status dtrx_session_train_begin(struct dtrx_session *s, const struct d
         }
     /* For each parameter, the first call that reads it (pin_final_grads). */
     t->first_use = malloc(sizeof(int) * (size_t)(s->n_values + 1));
-    if (!t->first_use)
+    t->param_of = malloc(sizeof(int) * (size_t)(s->n_values + 1));
+    t->updated = calloc((size_t)t->n_params + 1, 1);
+    if (!t->first_use || !t->param_of || !t->updated)
         return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     t->n_first_use = s->n_values;
     for (int i = 0; i < s->n_values; i++)
-        t->first_use[i] = -1;   /* filled as the tape is recorded (rt_tape_push) */
+        t->first_use[i] = t->param_of[i] = -1;   /* first_use: filled as the tape is recorded (rt_tape_push) */
+    for (int p = 0; p < t->n_params; p++)
+        t->param_of[t->params[p]] = p;
     for (int p = 0; p < t->n_params; p++)
         t->grad_bytes += arena_rounded(tensor_size_bytes(&s->values[t->params[p]]->t));
     s->stats.pinned_bytes = s->arena.in_use_bytes;
@@ -134,6 +138,8 @@ void rt_train_free(struct dtrx_session *s)
     free(s->train.params);
     free(s->train.state);
     free(s->train.first_use);
+    free(s->train.param_of);
+    free(s->train.updated);
 }
 
 /* Persistent tensors set outside a step (labels, loss weights) are
@@ -509,13 +515,13 @@ static void release_saved(struct dtrx_session *s, struct rt_call *c)
     for (int i = 0; i < c->n_in && i < 32; i++)
         if (c->in[i] >= 0 && (in_mask >> i & 1)) {
             struct rt_value *v = s->values[c->in[i]];
-            if (--v->use.remaining <= 0 && v->kind == RT_VALUE_INTERMEDIATE && !v->use.is_output)
+            if (--v->use.remaining <= 0 && v->kind == RT_VALUE_INTERMEDIATE && !v->use.kept)
                 rt_value_release(s, v);
         }
     for (int i = 0; i < c->n_out && i < 32; i++)
         if (c->out[i] >= 0 && (out_mask >> i & 1)) {
             struct rt_value *v = s->values[c->out[i]];
-            if (--v->use.remaining <= 0 && v->kind == RT_VALUE_INTERMEDIATE && !v->use.is_output)
+            if (--v->use.remaining <= 0 && v->kind == RT_VALUE_INTERMEDIATE && !v->use.kept)
                 rt_value_release(s, v);
         }
 }
@@ -683,7 +689,56 @@ static enum dtrx_status read_loss(struct dtrx_session *s, int id, double *loss)
     return st;
 }
 
-static enum dtrx_status forward_backward(struct dtrx_session *s, double *loss)
+static enum dtrx_status emit_update(struct dtrx_session *s, int p);
+
+/* Whether this step updates each parameter inside the backward pass (the
+ * default, dtrx_train_options.update_after_backward): not when a schedule
+ * (--plan) or the graph recorder follows the step call by call, whose
+ * graphs update after the backward pass, nor when the loss is not finite
+ * (the step is then run again to find where, with nothing updated). */
+static int updates_in_backward(const struct dtrx_session *s, double loss)
+{
+    return !s->train.opts.update_after_backward && !s->plan && !s->recorder && isfinite(loss);
+}
+
+/* The parameters first read by tape entry k have their final gradients
+ * once its backward call has run: each is updated now and its gradient
+ * freed. Safe under DTR: every value computed from the parameter that the
+ * step still holds (the gradients in flight, the graph outputs) is made
+ * resident and frozen first (memory.mutate), so nothing is ever recomputed
+ * from the new weights; the forward values the rest of the backward pass
+ * reads were computed before the parameter's first use and do not depend
+ * on it. The update is the same kernel on the same gradient as after the
+ * backward pass, so the results are the same bit for bit. */
+static enum dtrx_status update_final_params(struct dtrx_session *s, int tape_index)
+{
+    struct rt_train *t = &s->train;
+    const struct rt_call *c = s->tape[tape_index];
+    for (int i = 0; i < c->n_in; i++) {
+        int id = c->in[i];
+        if (id < 0 || id >= t->n_first_use || t->param_of[id] < 0 || t->first_use[id] != tape_index)
+            continue;
+        int p = t->param_of[id];
+        struct rt_value *v = s->values[id];
+        if (t->updated[p] || v->train.grad < 0)
+            continue;
+        enum dtrx_status st = s->memory->mutate(s, v);
+        rt_trace_in_place(s, v);
+        if (!st)
+            st = emit_update(s, p);
+        if (st)
+            return st;
+        t->updated[p] = 1;
+        s->stats.updates_in_backward++;
+        int g = v->train.grad;
+        hold_grad(s, v, -1);
+        if (!s->values[g]->train.grad_refs)
+            rt_value_release(s, s->values[g]);
+    }
+    return DTRX_OK;
+}
+
+static enum dtrx_status forward_backward(struct dtrx_session *s, double *loss, int update)
 {
     struct rt_train *t = &s->train;
     if (!t->active)
@@ -699,6 +754,7 @@ static enum dtrx_status forward_backward(struct dtrx_session *s, double *loss)
         return st;
     if ((st = emit_loss(s, &t->loss)) || (st = read_loss(s, t->loss, loss)))
         return st;
+    rt_release_copied_outputs(s);
     const struct tensor *lt = &s->values[t->loss]->t;
     struct tensor one = { .dtype = lt->dtype, .rank = lt->rank };
     memcpy(one.dims, lt->dims, sizeof one.dims);
@@ -711,16 +767,29 @@ static enum dtrx_status forward_backward(struct dtrx_session *s, double *loss)
     hold_grad(s, s->values[t->loss], seed);
 
     rt_trace_annotate(s, "BACKWARD");
+    int in_backward = update && updates_in_backward(s, *loss);
+    memset(t->updated, 0, (size_t)t->n_params);
+    if (in_backward)
+        t->step++;
     /* The tape newest first: the loss, then the forward calls as they ran,
      * the iterations of loops and the branches taken included. */
     s->taping = 0;
     for (int k = s->n_tape - 1; k >= 0 && !st; k--) {
         st = backward_call(s, s->tape[k]);
         if (!st)
-            st = pin_final_grads(s, k);
+            st = in_backward ? update_final_params(s, k) : pin_final_grads(s, k);
     }
     if (!st)
         st = rt_plan_step_end(s);
+    /* After the backward pass: every update (update_after_backward), or
+     * those of parameters no tape entry read first (none, normally). */
+    if (!st && update && isfinite(*loss)) {
+        if (!in_backward)
+            t->step++;
+        for (int p = 0; p < t->n_params && !st; p++)
+            if (!t->updated[p])
+                st = emit_update(s, p);
+    }
     return st;
 }
 
@@ -728,7 +797,7 @@ enum dtrx_status dtrx_session_backward(struct dtrx_session *s, double *loss)
 {
     double t0 = rt_now_seconds(), compute0 = s->stats.total_compute;
     double l = 0;
-    enum dtrx_status st = forward_backward(s, &l);
+    enum dtrx_status st = forward_backward(s, &l, 0);
     /* First executions only: recomputation is counted in remat_compute. */
     s->stats.baseline_compute = s->stats.total_compute - compute0;
     if (loss)
@@ -778,7 +847,7 @@ static enum dtrx_status diverged(struct dtrx_session *s, double loss)
     rt_finite_watch(s, 1);
     s->nonfinite[0] = 0;
     double again = 0;
-    enum dtrx_status st = forward_backward(s, &again);
+    enum dtrx_status st = forward_backward(s, &again, 0);
     rt_finite_watch(s, 0);
     char where[1024];
     if (s->nonfinite[0])
@@ -802,16 +871,11 @@ enum dtrx_status dtrx_session_train_step(struct dtrx_session *s, double *loss)
 {
     double t0 = rt_now_seconds(), compute0 = s->stats.total_compute;
     double l = 0;
-    enum dtrx_status st = forward_backward(s, &l);
+    enum dtrx_status st = forward_backward(s, &l, 1);
     if (!st && !isfinite(l)) {
         if (loss)
             *loss = l;
         return diverged(s, l);
-    }
-    if (!st) {
-        s->train.step++;
-        for (int p = 0; p < s->train.n_params && !st; p++)
-            st = emit_update(s, p);
     }
     /* The step's compute without recomputation (remat_compute holds that). */
     s->stats.baseline_compute = s->stats.total_compute - compute0;

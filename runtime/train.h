@@ -19,7 +19,9 @@ struct rt_train {
     int *params;                   /* value ids of trainable initializers */
     int *state;                    /* 2 optimizer-state value ids per parameter, -1 unused */
     int *first_use;                /* per value id present at train_begin: first tape entry reading it, -1 */
+    int *param_of;                 /* per value id present at train_begin: its index in params, -1 */
     int n_first_use;
+    uint8_t *updated;              /* per parameter: updated in this step's backward pass */
     size_t grad_bytes;             /* all parameters' gradients */
     int64_t step;
     int labels;                    /* value id of the targets, -1 until set or drawn */

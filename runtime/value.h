@@ -53,6 +53,7 @@ struct rt_value {
         int consumers;             /* call inputs reading this value in the plan */
         int remaining;             /* consumers still to run in the current pass */
         int is_output;             /* a graph output: kept to the end of the run */
+        int kept;                  /* is_output in this run, until copied to the host (interp.c) */
     } use;
     /* Training (train.c). */
     struct rt_value_train {
@@ -70,6 +71,7 @@ struct rt_value {
     struct rt_value_marks {
         uint64_t trace_id;         /* its name in the op log, 0 when not logged (trace.c) */
         int plan_freed;            /* --plan: the schedule freed it this step (planned.c) */
+        int in_place;              /* its next update is logged as IN_PLACE (trace.c) */
     } marks;
 };
 

@@ -138,7 +138,7 @@ void rt_value_release(struct dtrx_session *s, struct rt_value *v)
 
 void rt_value_drop_if_unused(struct dtrx_session *s, struct rt_value *v)
 {
-    if (v->use.remaining <= 0 && v->kind == RT_VALUE_INTERMEDIATE && !v->use.is_output)
+    if (v->use.remaining <= 0 && v->kind == RT_VALUE_INTERMEDIATE && !v->use.kept)
         rt_value_release(s, v);
 }
 

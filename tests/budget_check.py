@@ -16,6 +16,9 @@ Usage: budget_check.py DTREXEC CASE
   oneDNN reorder buffers needed trains bit-identically (dtr, dtr-eq).
 - plan-exact: Checkmate's and Chen's schedules of a small Transformer run
   with exactly their recomputations (besides zero-cost view replays).
+- update: optimizer updates inside the backward pass against after it:
+  bit-identical for SGD, momentum, Adam and AdamW, unbudgeted and under
+  budgets with --verify-remat, with a lower peak and a floor no higher.
 """
 import json
 import os
@@ -287,6 +290,77 @@ def infeasible(dtrexec, tmp):
     print("PASS: impossible budgets exit 2 naming the operator, the bytes and the pinned floor")
 
 
+def lowest_ratio(dtrexec, path, tmp, peak, extra, base, base_w, tag):
+    """The lowest of RATIOS (of `peak`) that trains, every run checked
+    against the unbudgeted `base`; with the most recomputations seen."""
+    lowest, remats = None, 0
+    for r in RATIOS:
+        budget = int(peak * r)
+        res, st, w = train(dtrexec, path, tmp, f"{tag}-{r}", ["--budget", str(budget), "--verify-remat"] + extra)
+        if res.returncode == 2:
+            continue
+        if res.returncode:
+            raise SystemExit(f"FAIL: {tag} at {r}x exited {res.returncode}: {res.stderr}")
+        if st["peak_bytes"] > budget:
+            raise SystemExit(f"FAIL: {tag} at {r}x: peak {st['peak_bytes']} above the budget {budget}")
+        if st["loss"] != base["loss"] or any(base_w[k].tobytes() != w[k].tobytes() for k in base_w):
+            raise SystemExit(f"FAIL: {tag} at {r}x: losses or weights differ from the unbudgeted run")
+        lowest, remats = r, max(remats, st["remats"])
+    return lowest, remats
+
+
+def update_case(dtrexec, tmp):
+    """Updates inside the backward pass (--update in-backward, the default)
+    against updates after it: the same losses and weights bit for bit for
+    every optimizer, a lower unbudgeted peak (the gradients are freed as they
+    are used), and under budgets with recomputation (--verify-remat: a value
+    recomputed from an updated weight would differ from its first
+    computation) still bit-identical, at a floor no higher."""
+    checked_remat = 0
+    for name in ["mlp", "transformer"]:
+        path = make_model(name, tmp)
+        for opt in ["sgd", "momentum", "adam", "adamw"]:
+            o = ["--optimizer", opt]
+            res, after, after_w = train(dtrexec, path, tmp, f"after-{opt}", o + ["--update", "after-backward"])
+            res2, inb, inb_w = train(dtrexec, path, tmp, f"inb-{opt}", o)
+            if res.returncode or res2.returncode:
+                raise SystemExit(f"FAIL: {name} {opt}: {res.stderr}{res2.stderr}")
+            if inb["loss"] != after["loss"] or any(after_w[k].tobytes() != inb_w[k].tobytes() for k in after_w):
+                raise SystemExit(f"FAIL: {name} {opt}: updating inside the backward pass changed the results "
+                                 f"({inb['loss']} vs {after['loss']})")
+            if after["updates_in_backward"] or not inb["updates_in_backward"]:
+                raise SystemExit(f"FAIL: {name} {opt}: updates_in_backward {inb['updates_in_backward']} "
+                                 f"(after-backward: {after['updates_in_backward']})")
+            if inb["peak_bytes"] >= after["peak_bytes"]:
+                raise SystemExit(f"FAIL: {name} {opt}: peak {inb['peak_bytes']} not below {after['peak_bytes']}")
+            print(f"PASS {name} {opt}: bit-identical, peak {after['peak_bytes']} -> {inb['peak_bytes']} bytes")
+        o = ["--optimizer", "adam"]
+        res, base, base_w = train(dtrexec, path, tmp, "base-adam", o + ["--update", "after-backward"])
+        peak = base["peak_bytes"]
+        for h in ["dtr", "dtr-eq"]:
+            lo_after, _ = lowest_ratio(dtrexec, path, tmp, peak, o + ["--heuristic", h, "--update", "after-backward"],
+                                       base, base_w, f"{name}-{h}-after")
+            lo_inb, remats = lowest_ratio(dtrexec, path, tmp, peak, o + ["--heuristic", h], base, base_w,
+                                          f"{name}-{h}-inb")
+            if lo_inb is None or (lo_after is not None and lo_inb > lo_after):
+                raise SystemExit(f"FAIL: {name} {h}: lowest budget in the backward pass {lo_inb}x, after {lo_after}x")
+            checked_remat += remats > 0
+            print(f"PASS {name} {h}: bit-identical under budgets, lowest {lo_inb}x of the after-backward peak "
+                  f"(after-backward: {lo_after}x), {remats} recomputations")
+    if not checked_remat:
+        raise SystemExit("FAIL: no budgeted run updated inside the backward pass with recomputations")
+    path = make_model("mlp", tmp)
+    for extra, want in [(["--update", "sometimes"], "unknown value 'sometimes'"),
+                        (["--update", "in-backward", "--plan", "x.json"], "cannot be combined with --plan")]:
+        res = run(dtrexec, [path, "--train", "--quiet"] + extra, 1)
+        if want not in res.stderr:
+            raise SystemExit(f"FAIL: {extra}: {res.stderr}")
+    res = run(dtrexec, [path, "--update", "after-backward"], 1)
+    if "needs --train" not in res.stderr:
+        raise SystemExit(f"FAIL: --update without --train: {res.stderr}")
+    print("PASS: bad --update requests are refused")
+
+
 def stem(path):
     """A 7x7 stride-2 convolution of 3 channels (ResNet's first layer, narrow)
     on a batch of 16 96x96 images, then two 3x3 layers."""
@@ -332,7 +406,7 @@ def conv_workspace(dtrexec, tmp):
 
 
 if __name__ == "__main__":
-    cases = list(MODELS) + ["mlp", "trace-replay", "infeasible", "plan", "conv-workspace", "plan-exact"]
+    cases = list(MODELS) + ["mlp", "trace-replay", "infeasible", "plan", "conv-workspace", "plan-exact", "update"]
     if len(sys.argv) != 3 or sys.argv[2] not in cases:
         print(__doc__)
         sys.exit(2)
@@ -347,5 +421,7 @@ if __name__ == "__main__":
             plan_exact(sys.argv[1], tmp)
         elif sys.argv[2] == "conv-workspace":
             conv_workspace(sys.argv[1], tmp)
+        elif sys.argv[2] == "update":
+            update_case(sys.argv[1], tmp)
         else:
             model_case(sys.argv[1], sys.argv[2], tmp)

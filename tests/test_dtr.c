@@ -361,6 +361,89 @@ START_TEST(test_dealloc_policies)
 }
 END_TEST
 
+/* dtr_tensor_mutate: before w changes in place, what the program holds
+ * that descends from w (y, evicted: recomputed first, from the old w) is
+ * made resident and frozen; a storage that does not descend from w (u)
+ * stays evictable; a later call reading a frozen storage makes a frozen
+ * output; a frozen storage is freed for good when released, and no
+ * recomputation of anything computed from w happens after the mutation. */
+START_TEST(test_mutate_freezes_descendants)
+{
+    for (int p = 0; p < DTR_DEALLOC_COUNT; p++) {
+        struct mem m;
+        struct compute_log log = { 0 };
+        struct dtr *d = make(&m, DTR_HEURISTIC_DTR, (enum dtr_dealloc)p, 0, &log);
+        dtr_tensor w, u0;
+        ck_assert_int_eq(dtr_constant_add(d, 8, NULL, &w), DTR_OK);
+        ck_assert_int_eq(dtr_constant_add(d, 8, NULL, &u0), DTR_OK);
+        dtr_tensor x = call1(d, &w, 1, 10, 1);
+        dtr_tensor y = call1(d, &x, 1, 20, 1);
+        dtr_tensor u = call1(d, &u0, 1, 30, 1);
+        ck_assert_int_eq(dtr_tensor_release(d, x), DTR_OK);   /* x only an ancestor now */
+        if (dtr_storage_is_evictable(d, dtr_tensor_storage(d, x)))
+            ck_assert_int_eq(dtr_storage_evict(d, dtr_tensor_storage(d, x)), DTR_OK);
+        if (p != DTR_DEALLOC_BANISH)
+            ck_assert_int_eq(dtr_storage_evict(d, dtr_tensor_storage(d, y)), DTR_OK);
+        int before = log.n;
+        ck_assert_int_eq(dtr_tensor_mutate(d, w), DTR_OK);
+        /* y came back (x first, unless banish pinned y and it never left) */
+        ck_assert(dtr_tensor_is_resident(d, y));
+        ck_assert_int_eq(log.n - before, p == DTR_DEALLOC_BANISH ? 0 : 2);
+        ck_assert(!dtr_storage_is_evictable(d, dtr_tensor_storage(d, y)));
+        ck_assert_int_eq(dtr_storage_evict(d, dtr_tensor_storage(d, y)), DTR_ERR_INVALID);
+        ck_assert(dtr_storage_is_evictable(d, dtr_tensor_storage(d, u)));
+        struct dtr_stats st;
+        dtr_stats_get(d, &st);
+        ck_assert_uint_eq(st.frozen_bytes, p == DTR_DEALLOC_BANISH ? 0 : 20);   /* banish had pinned y */
+        ck_assert_uint_eq(st.mutations, 1);
+        /* z reads frozen y (and evictable u): z is frozen */
+        dtr_tensor zin[2] = { y, u };
+        dtr_tensor z = call1(d, zin, 2, 40, 1);
+        if (p != DTR_DEALLOC_BANISH) {
+            ck_assert(!dtr_storage_is_evictable(d, dtr_tensor_storage(d, z)));
+            dtr_stats_get(d, &st);
+            ck_assert_uint_eq(st.frozen_bytes, 60);
+            /* released: freed for good, and its bytes with it */
+            uint64_t used = m.used;
+            ck_assert_int_eq(dtr_tensor_release(d, y), DTR_OK);
+            ck_assert_uint_eq(m.used, used - 20);
+            ck_assert(!dtr_tensor_is_resident(d, y));
+            dtr_stats_get(d, &st);
+            ck_assert_uint_eq(st.frozen_bytes, 40);
+            /* the acquire of z needs nothing recomputed */
+            int n = log.n;
+            ck_assert_int_eq(dtr_tensor_acquire(d, z), DTR_OK);
+            ck_assert_int_eq(dtr_tensor_unacquire(d, z), DTR_OK);
+            ck_assert_int_eq(dtr_tensor_unacquire(d, z), DTR_ERR_INVALID);   /* the frozen lock is not the program's */
+            ck_assert_int_eq(log.n, n);
+            ck_assert_int_eq(dtr_tensor_release(d, z), DTR_OK);
+            dtr_stats_get(d, &st);
+            ck_assert_uint_eq(st.frozen_bytes, 0);
+        }
+        ck_assert_int_eq(dtr_tensor_mutate(d, 9999), DTR_ERR_INVALID);
+        dtr_destroy(d);
+    }
+}
+END_TEST
+
+/* Making the held descendants resident before a mutation must fit: when
+ * they cannot all be resident at once, DTR_ERR_OOM. */
+START_TEST(test_mutate_oom)
+{
+    struct mem m;
+    struct compute_log log = { 0 };
+    struct dtr *d = make(&m, DTR_HEURISTIC_DTR, DTR_DEALLOC_EAGER, 60, &log);
+    dtr_tensor w;
+    ck_assert_int_eq(dtr_constant_add(d, 10, NULL, &w), DTR_OK);
+    dtr_tensor a = call1(d, &w, 1, 30, 1);
+    dtr_tensor b = call1(d, &w, 1, 30, 1);   /* evicts a */
+    ck_assert(!dtr_tensor_is_resident(d, a));
+    ck_assert_int_eq(dtr_tensor_mutate(d, w), DTR_ERR_OOM);
+    dtr_destroy(d);
+    (void)b;
+}
+END_TEST
+
 /* A budget below what one call needs ends in DTR_ERR_OOM with a message,
  * and the instance stays spent. */
 START_TEST(test_oom)
@@ -642,6 +725,8 @@ int main(void)
     tcase_add_test(tc, test_views);
     tcase_add_test(tc, test_dealloc_policies);
     tcase_add_test(tc, test_oom);
+    tcase_add_test(tc, test_mutate_freezes_descendants);
+    tcase_add_test(tc, test_mutate_oom);
     tcase_add_test(tc, test_allocator_hook);
     tcase_add_test(tc, test_linear_chain);
     tcase_add_test(tc, test_deep_chain);

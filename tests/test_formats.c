@@ -80,6 +80,10 @@ START_TEST(test_trace_checks_fields)
     trace_rejects("{\"INSTRUCTION\":\"CALL\",\"ARGS\":[],\"RESULT\":[\"a\"],\"TIME\":1}", "CALL", "string NAME");
     trace_rejects("{\"INSTRUCTION\":\"COPY\",\"DST\":\"a\"}", "COPY", "string SRC");
     trace_rejects("{\"INSTRUCTION\":\"ANNOTATE\"}", "ANNOTATE", "string ANNOTATION");
+    trace_rejects("{\"INSTRUCTION\":\"CALL\",\"NAME\":\"u\",\"ARGS\":[\"w\"],\"IN_PLACE\":[\"1\"],\"RESULT\":[\"a\"],"
+                  "\"TIME\":1}", "CALL u: IN_PLACE[0]", "argument index below 1");
+    trace_rejects("{\"INSTRUCTION\":\"CALL\",\"NAME\":\"u\",\"ARGS\":[\"w\"],\"IN_PLACE\":0,\"RESULT\":[\"a\"],"
+                  "\"TIME\":1}", "CALL u: IN_PLACE", "list of argument indices");
     trace_rejects("{\"INSTRUCTION\":7}", "string INSTRUCTION", "");
     trace_rejects("{\"INSTRUCTION\":\"JUMP\"}", "unknown INSTRUCTION 'JUMP'", "");
     trace_rejects("{\"INSTRUCTION\":\"RELEASE\",\"NAME\":\"w\"", "not JSON", "");
@@ -162,6 +166,9 @@ START_TEST(test_trace_write_reads_back)
                        "{\"INSTRUCTION\":\"MEMORY\",\"MEMORY\":\"4611686018427387904\",\"NAME\":\"w\"}\n"
                        "{\"ARGS\":[\"w\"],\"INSTRUCTION\":\"CALL\",\"NAME\":\"f\\\"q\",\"RESULT\":[\"a\",\"b\"],\"TIME\":\"0.1\"}\n"
                        "{\"ALIAS\":\"-1\",\"INSTRUCTION\":\"ALIAS\",\"NAME\":\"a\"}\n"
+                       "{\"ARGS\":[\"w\",\"a\"],\"INSTRUCTION\":\"CALL\",\"IN_PLACE\":[\"0\"],\"NAME\":\"SGDUpdate\","
+                       "\"RESULT\":[\"w2\"],\"TIME\":\"8\"}\n"
+                       "{\"ALIAS\":\"0\",\"INSTRUCTION\":\"ALIAS\",\"NAME\":\"w2\"}\n"
                        "{\"ARGS\":[\"a\",\"w\"],\"INSTRUCTION\":\"MUTATE\",\"MUTATE\":[1,0],\"NAME\":\"add_\",\"TIME\":\"3\"}\n"
                        "{\"DST\":\"c\",\"INSTRUCTION\":\"COPY\",\"SRC\":\"a\"}\n"
                        "{\"DST\":\"c\",\"INSTRUCTION\":\"COPY_FROM\",\"SRC\":\"b\"}\n"
@@ -169,7 +176,9 @@ START_TEST(test_trace_write_reads_back)
     char err[512];
     struct fmt_trace a, b;
     ck_assert_msg(fmt_trace_parse(text, strlen(text), "k", &a, err, sizeof err) == 0, "%s", err);
-    ck_assert_uint_eq(a.n_recs, 9);
+    ck_assert_uint_eq(a.n_recs, 11);
+    ck_assert_uint_eq(a.recs[5].n_in_place, 1);
+    ck_assert_uint_eq(a.ids[a.recs[5].in_place_at], 0);
     char *out = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&out, &len);

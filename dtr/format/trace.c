@@ -125,9 +125,10 @@ struct raw {
 };
 
 enum field { F_INSTRUCTION, F_NAME, F_ARGS, F_RESULT, F_TIME, F_MEMORY, F_ALIAS, F_MUTATE, F_DST, F_SRC,
-             F_ANNOTATION, F_COUNT };
+             F_ANNOTATION, F_IN_PLACE, F_COUNT };
 static const char *const field_names[F_COUNT] = {
     "INSTRUCTION", "NAME", "ARGS", "RESULT", "TIME", "MEMORY", "ALIAS", "MUTATE", "DST", "SRC", "ANNOTATION",
+    "IN_PLACE",
 };
 
 struct line {
@@ -455,9 +456,23 @@ static int call_fields(struct rd *r, struct fmt_trace_record *rec, int mutate)
         return -1;
     const char *op = fmt_trace_name(r->t, rec->name);
     if (!mutate) {
-        if (names_field(r, F_RESULT, kind, &rec->res_at, &rec->n_res))
+        if (names_field(r, F_RESULT, kind, &rec->res_at, &rec->n_res) || time_field(r, kind, op, &rec->time))
             return -1;
-        return time_field(r, kind, op, &rec->time);
+        /* dtrexec's extension: arguments the call changes in place */
+        const struct raw *ip = &r->l.f[F_IN_PLACE];
+        if (ip->type == RAW_ABSENT)
+            return 0;
+        if (ip->type != RAW_LIST || reserve_ids(r->t, ip->n_items))
+            return fail(r, "CALL %s: IN_PLACE is not a list of argument indices", op);
+        rec->in_place_at = r->t->n_ids;
+        rec->n_in_place = ip->n_items;
+        for (uint32_t k = 0; k < ip->n_items; k++) {
+            int64_t x;
+            if (raw_int64(&r->l.items[ip->item_at + k], &x) || x < 0 || x >= rec->n_args)
+                return fail(r, "CALL %s: IN_PLACE[%u] is not an argument index below %u", op, k, rec->n_args);
+            r->t->ids[r->t->n_ids++] = (uint32_t)x;
+        }
+        return 0;
     }
     const struct raw *m = &r->l.f[F_MUTATE];
     if (m->type != RAW_LIST || !m->n_items)
@@ -682,9 +697,23 @@ void fmt_trace_put_alias(FILE *f, const char *name, int64_t alias)
 void fmt_trace_put_call(FILE *f, const char *op, const char *const *args, uint32_t n_args,
                         const char *const *results, uint32_t n_results, double time)
 {
+    fmt_trace_put_call_in_place(f, op, args, n_args, results, n_results, NULL, 0, time);
+}
+
+void fmt_trace_put_call_in_place(FILE *f, const char *op, const char *const *args, uint32_t n_args,
+                                 const char *const *results, uint32_t n_results, const uint32_t *in_place,
+                                 uint32_t n_in_place, double time)
+{
     fputc('{', f);
     put_names(f, "ARGS", args, n_args);
-    fprintf(f, ",\"INSTRUCTION\":\"CALL\",\"NAME\":");
+    fprintf(f, ",\"INSTRUCTION\":\"CALL\"");
+    if (n_in_place) {
+        fprintf(f, ",\"IN_PLACE\":[");
+        for (uint32_t i = 0; i < n_in_place; i++)
+            fprintf(f, i ? ",\"%u\"" : "\"%u\"", in_place[i]);
+        fputc(']', f);
+    }
+    fprintf(f, ",\"NAME\":");
     json_write_string(f, op);
     fputc(',', f);
     put_names(f, "RESULT", results, n_results);
@@ -759,7 +788,8 @@ static int put_record(FILE *f, const struct fmt_trace *t, const struct fmt_trace
     if (r->kind == FMT_TRACE_CALL) {
         for (uint32_t i = 0; i < r->n_res; i++)
             res[i] = fmt_trace_name(t, t->ids[r->res_at + i]);
-        fmt_trace_put_call(f, name, args, r->n_args, res, r->n_res, r->time);
+        fmt_trace_put_call_in_place(f, name, args, r->n_args, res, r->n_res, t->ids + r->in_place_at, r->n_in_place,
+                                    r->time);
     } else {
         fmt_trace_put_mutate(f, name, args, r->n_args, t->ids + r->res_at, r->n_res, r->time);
     }

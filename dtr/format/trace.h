@@ -2,7 +2,8 @@
  * per line, in the format of the DTR authors' simulator logs (simrd),
  * written by `dtrexec --trace` (runtime/trace.c) and read by the simulator.
  * Records (DESIGN.md "Trace"): CONSTANT {NAME}, MEMORY {NAME, MEMORY},
- * ALIAS {NAME, ALIAS}, CALL {NAME, ARGS, RESULT, TIME}, MUTATE {NAME, ARGS,
+ * ALIAS {NAME, ALIAS}, CALL {NAME, ARGS, RESULT, TIME, and dtrexec's optional
+ * IN_PLACE: argument indices changed in place}, MUTATE {NAME, ARGS,
  * MUTATE, TIME}, COPY / COPY_FROM {DST, SRC}, RELEASE {NAME}, ANNOTATE
  * {ANNOTATION}; numbers may be written as strings ("1728"). Other keys are
  * ignored. In memory (struct fmt_trace) every name is interned to a small
@@ -42,6 +43,7 @@ struct fmt_trace_record {
     uint32_t src;              /* COPY*: SRC */
     uint32_t args_at, n_args;  /* ARGS: name ids in fmt_trace.ids */
     uint32_t res_at, n_res;    /* CALL: RESULT name ids; MUTATE: argument indices (in ids) */
+    uint32_t in_place_at, n_in_place; /* CALL: IN_PLACE argument indices (in ids), dtrexec's extension */
     double time;               /* CALL, MUTATE: TIME */
     int64_t value;             /* MEMORY: bytes; ALIAS: -1 or an argument index */
 };
@@ -82,6 +84,13 @@ void fmt_trace_put_memory(FILE *f, const char *name, uint64_t bytes);
 void fmt_trace_put_alias(FILE *f, const char *name, int64_t alias);
 void fmt_trace_put_call(FILE *f, const char *op, const char *const *args, uint32_t n_args,
                         const char *const *results, uint32_t n_results, double time);
+/* A CALL whose arguments in_place[] (indices into args) it changes in
+ * place: "IN_PLACE", dtrexec's extension (an optimizer step inside the
+ * backward pass; the simulator freezes what was computed from them first,
+ * dtr_tensor_mutate). Other readers ignore the key. */
+void fmt_trace_put_call_in_place(FILE *f, const char *op, const char *const *args, uint32_t n_args,
+                                 const char *const *results, uint32_t n_results, const uint32_t *in_place,
+                                 uint32_t n_in_place, double time);
 void fmt_trace_put_mutate(FILE *f, const char *op, const char *const *args, uint32_t n_args,
                           const uint32_t *mutated, uint32_t n_mutated, double time);
 void fmt_trace_put_copy(FILE *f, int from, const char *dst, const char *src);

@@ -183,6 +183,7 @@ static int replay(const struct sim_program *p, const struct dtr_config *cfg, uin
         case SIM_STEP_RETAIN: st = dtr_tensor_retain(d, tensor[s->out]); break;
         case SIM_STEP_RELEASE: st = dtr_tensor_release(d, tensor[s->out]); break;
         case SIM_STEP_PIN: st = dtr_tensor_pin(d, tensor[s->out]); break;
+        case SIM_STEP_MUTATE: st = dtr_tensor_mutate(d, tensor[s->out]); break;
         }
         if (c.failed) {
             snprintf(r->message, sizeof r->message, "out of memory recording step %u", i);

@@ -41,6 +41,7 @@ enum sim_step_kind {
     SIM_STEP_RETAIN,        /* one more reference to value `out` */
     SIM_STEP_RELEASE,       /* one reference less */
     SIM_STEP_PIN,           /* value `out` is an output: resident at the end */
+    SIM_STEP_MUTATE,        /* value `out` is about to change in place (dtr_tensor_mutate) */
 };
 
 struct sim_step {

@@ -3,7 +3,9 @@
  * gives each record:
  *   CONSTANT n + MEMORY n         a pinned constant
  *   CALL (ARGS, RESULT, TIME)     followed, per result, by MEMORY then ALIAS
- *                                 (ALIAS k >= 0: a view of argument k, no bytes)
+ *                                 (ALIAS k >= 0: a view of argument k, no bytes);
+ *                                 with IN_PLACE (dtrexec's runtime), those
+ *                                 arguments are mutated first (dtr_tensor_mutate)
  *   MUTATE (ARGS, MUTATE, TIME)   copy-on-write: each mutated argument gets a
  *                                 new value of its storage's size; the name
  *                                 moves to it and the old value is released
@@ -157,6 +159,12 @@ static int do_call(struct builder *b, uint32_t i)
     for (uint32_t k = 0; k < n_out; k++)
         if (call_result(b, i, k, n_in, bytes, alias))
             goto out;
+    /* IN_PLACE (dtrexec's runtime): the arguments change before the call */
+    for (uint32_t k = 0; k < c->n_in_place; k++)
+        if (sim_program_ref(b->p, SIM_STEP_MUTATE, in[b->t->ids[c->in_place_at + k]], line)) {
+            rerr(b, line, "out of memory");
+            goto out;
+        }
     uint32_t v = sim_program_call(b->p, in, n_in, bytes, alias, n_out, c->time, line);
     if (v == UINT32_MAX || values_reserve(b, v + n_out)) {
         rerr(b, line, "out of memory");

@@ -42,7 +42,8 @@ class TrainOptions(Structure):
     _fields_ = [("optimizer", c_int), ("loss", c_int), ("lr", c_float), ("momentum", c_float), ("nesterov", c_int),
                 ("beta1", c_float), ("beta2", c_float), ("eps", c_float), ("weight_decay", c_float),
                 ("hf_bias_correction", c_int), ("freeze", c_char_p), ("trainable", c_char_p),
-                ("grad_inputs", c_int), ("fresh_targets", c_int)]
+                ("grad_inputs", c_int), ("fresh_targets", c_int),
+                ("update_after_backward", c_int)]
 
 
 class ParamInfo(Structure):
@@ -60,7 +61,8 @@ class Stats(Structure):
                 ("dtr_overhead_seconds", c_double), ("evictions", c_longlong), ("window_evictions", c_longlong),
                 ("compactions", c_longlong), ("compaction_bytes", c_double), ("compaction_seconds", c_double),
                 ("remats", c_longlong), ("view_remats", c_longlong), ("op_calls", c_longlong), ("runs", c_int),
-                ("step_seconds", POINTER(c_double)), ("losses", POINTER(c_double))]
+                ("step_seconds", POINTER(c_double)), ("losses", POINTER(c_double)),
+                ("updates_in_backward", c_longlong)]
 
 
 def _library_path() -> str:

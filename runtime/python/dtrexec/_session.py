@@ -418,12 +418,14 @@ class Session:
                        weight_decay: Optional[float] = None, loss: str = "auto", freeze: Any = None,
                        trainable: Any = None, nesterov: bool = False, betas: Optional[Tuple[float, float]] = None,
                        eps: Optional[float] = None, adam_bias_correction: str = "pytorch",
-                       grad_inputs: bool = False, fresh_targets: bool = False
+                       grad_inputs: bool = False, fresh_targets: bool = False, update: str = "in-backward"
                        ) -> Tuple["_capi.TrainOptions", Tuple[Optional[bytes], Optional[bytes]]]:
         if optimizer not in OPTIMIZERS:
             raise InputError(f"unknown optimizer '{optimizer}' (one of: {' '.join(OPTIMIZERS)})")
         if loss not in LOSSES:
             raise InputError(f"unknown loss '{loss}' (one of: {' '.join(LOSSES)})")
+        if update not in ("in-backward", "after-backward"):
+            raise InputError(f"unknown update '{update}' (one of: in-backward after-backward)")
         if adam_bias_correction not in ("pytorch", "hf"):
             raise InputError(f"unknown adam_bias_correction '{adam_bias_correction}' (one of: pytorch hf)")
         o = _capi.TrainOptions()
@@ -441,6 +443,7 @@ class Session:
             o.beta1, o.beta2 = float(betas[0]), float(betas[1])
         o.nesterov, o.hf_bias_correction = int(bool(nesterov)), int(adam_bias_correction == "hf")
         o.grad_inputs, o.fresh_targets = int(bool(grad_inputs)), int(bool(fresh_targets))
+        o.update_after_backward = int(update == "after-backward")
 
         def patterns(p: Any) -> Optional[bytes]:
             if p is None:
@@ -455,7 +458,8 @@ class Session:
               weight_decay: Optional[float] = None, loss: str = "auto",
               freeze: Union[None, str, Sequence[str]] = None, *, trainable: Union[None, str, Sequence[str]] = None,
               nesterov: bool = False, betas: Optional[Tuple[float, float]] = None, eps: Optional[float] = None,
-              adam_bias_correction: str = "pytorch", grad_inputs: bool = False, fresh_inputs: bool = False) -> None:
+              adam_bias_correction: str = "pytorch", grad_inputs: bool = False, fresh_inputs: bool = False,
+              update: str = "in-backward") -> None:
         """Switches the session to training, like `dtrexec --train`.
 
         optimizer: sgd, momentum, adam, adamw; lr (default 0.01), momentum (0.9),
@@ -463,11 +467,13 @@ class Session:
         options; loss: auto, mse, cross-entropy, sum, graph, weighted-sum;
         freeze / trainable: glob patterns over initializer names (a text,
         comma-separated, or a list); fresh_inputs: new random inputs and
-        targets every step (--fresh-inputs)."""
+        targets every step (--fresh-inputs); update: in-backward (each
+        parameter updated as soon as its gradient is final, the gradient
+        freed) or after-backward (--update); the results are the same."""
         if self._train is not None:
             raise InputError("the session is already training")
         o, keep = self._train_options(optimizer, lr, momentum, weight_decay, loss, freeze, trainable, nesterov, betas,
-                                      eps, adam_bias_correction, grad_inputs, fresh_inputs)
+                                      eps, adam_bias_correction, grad_inputs, fresh_inputs, update)
         if not self._pending:
             _check(self._lib.dtrx_session_train_begin(self._h, ctypes.byref(o)))
         self._train = _TrainConfig(o, keep, fresh_inputs)
@@ -557,7 +563,7 @@ class Session:
             out["dealloc"] = self._dealloc or "eager"
         for f in ("peak_bytes", "budget_bytes", "pinned_bytes", "baseline_compute", "total_compute", "remat_compute",
                   "evictions", "window_evictions", "compactions", "compaction_bytes", "remats", "view_remats",
-                  "op_calls", "dtr_overhead_seconds", "compaction_seconds", "runs"):
+                  "op_calls", "dtr_overhead_seconds", "compaction_seconds", "runs", "updates_in_backward"):
             v = getattr(st, f)
             out[f] = int(v) if isinstance(v, int) else float(v)
         out["step_seconds"] = [st.step_seconds[i] for i in range(st.runs)] if st.step_seconds else []
