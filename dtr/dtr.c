@@ -980,6 +980,20 @@ double dtr_storage_compute(const struct dtr *d, dtr_storage s)
     return s < d->n_storages ? d->storages[s].compute : 0;
 }
 
+enum dtr_status dtr_storage_info(const struct dtr *d, dtr_storage s, struct dtr_storage_info *out)
+{
+    if (s >= d->n_storages)
+        return DTR_ERR_INVALID;
+    const struct storage_rec *r = &d->storages[s];
+    out->bytes = r->bytes;
+    out->resident = d->state[s] == ST_RESIDENT;
+    out->pinned = r->pinned;
+    out->frozen = r->frozen;
+    out->locked = r->ref_int > (uint32_t)(r->pinned || r->frozen);
+    out->evictable = d->in_pool[s];
+    return DTR_OK;
+}
+
 int dtr_storage_is_evictable(const struct dtr *d, dtr_storage s)
 {
     return s < d->n_storages && d->in_pool[s];

@@ -194,6 +194,17 @@ uint64_t dtr_storage_bytes(const struct dtr *d, dtr_storage s);
 /* What recomputing s costs by itself: the cost of the calls that make its
  * tensors (evicted inputs would add theirs). */
 double dtr_storage_compute(const struct dtr *d, dtr_storage s);
+/* What holds storage s now, for a caller explaining where memory went. */
+struct dtr_storage_info {
+    uint64_t bytes;
+    uint8_t resident;
+    uint8_t pinned;                 /* a constant, or pinned by the program or by banishing */
+    uint8_t frozen;                 /* dtr_tensor_mutate */
+    uint8_t locked;                 /* acquired, or an input of a call being run or recomputed */
+    uint8_t evictable;
+};
+/* DTR_ERR_INVALID for an unknown storage. */
+enum dtr_status dtr_storage_info(const struct dtr *d, dtr_storage s, struct dtr_storage_info *out);
 /* 1 when s is resident, unlocked, unpinned: a candidate for eviction. */
 int dtr_storage_is_evictable(const struct dtr *d, dtr_storage s);
 /* The heuristic's score of an evictable storage (lower goes first); counts

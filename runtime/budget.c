@@ -371,16 +371,14 @@ static int compute_call(void *ctx, dtr_op op, void *closure, int rematerialize)
             s->budget.failure = st;
     }
     if (st && s->budget.scratch_failed_bytes) {
-        size_t pinned = 0;
-        for (int i = 0; i < s->n_values; i++)
-            if (s->values[i]->mem.storage)
-                pinned += arena_rounded(tensor_size_bytes(&s->values[i]->t));
+        struct rt_budget_account a;
+        char held[1024];
+        rt_budget_account(s, &a);
+        rt_budget_account_text(&a, held, sizeof held);
         rt_fail(DTRX_ERR_BUDGET,
                 "budget of %zu bytes is infeasible: node '%s' (%s) needs %zu bytes of kernel workspace beside its "
-                "inputs and outputs, with %zu bytes in use (%zu pinned: weights, inputs, optimizer state) and "
-                "nothing left to evict",
-                s->arena.budget_bytes, c->name, c->def->name, s->budget.scratch_failed_bytes,
-                s->arena.in_use_bytes, pinned);
+                "inputs and outputs, and nothing else can be evicted: %s",
+                s->arena.budget_bytes, c->name, c->def->name, s->budget.scratch_failed_bytes, held);
         s->budget.failure = DTRX_ERR_BUDGET;
     }
     if (rematerialize)
@@ -487,23 +485,43 @@ void rt_budget_free(struct dtrx_session *s)
 static enum dtrx_status dtr_failure(struct dtrx_session *s, const struct rt_call *c, enum dtr_status st)
 {
     const char *msg = dtr_error(s->budget.dtr);
-    if (st == DTR_ERR_OOM && !c)
-        return rt_fail(DTRX_ERR_BUDGET, "budget of %zu bytes is infeasible: %s", s->arena.budget_bytes, msg);
+    struct rt_budget_account a;
+    char held[1024];
     if (st == DTR_ERR_OOM) {
-        double need = 0, inputs = 0;
+        rt_budget_account(s, &a);
+        rt_budget_account_text(&a, held, sizeof held);
+    }
+    if (st == DTR_ERR_OOM && !c)
+        return rt_fail(DTRX_ERR_BUDGET, "budget of %zu bytes is infeasible: nothing is left to evict: %s",
+                       s->arena.budget_bytes, held);
+    if (st == DTR_ERR_OOM) {
+        /* Its inputs and outputs beside what no eviction frees, each
+         * storage once (inputs already pinned or frozen are in `fixed`). */
+        size_t need = 0, inputs = 0;
         for (int i = 0; i < c->n_out; i++)
             if (c->out[i] >= 0)
-                need += (double)arena_rounded(tensor_size_bytes(&s->values[c->out[i]]->t));
-        for (int i = 0; i < c->n_in; i++)
-            if (c->in[i] >= 0 && !s->values[c->in[i]]->mem.storage)
-                inputs += (double)arena_rounded(tensor_size_bytes(&s->values[c->in[i]]->t));
+                need += arena_rounded(tensor_size_bytes(&s->values[c->out[i]]->t));
+        for (int i = 0; i < c->n_in; i++) {
+            const struct rt_value *v = s->values[c->in[i] >= 0 ? c->in[i] : 0];
+            if (c->in[i] < 0 || v->mem.storage || v->mem.dt == DTR_NONE)
+                continue;
+            dtr_storage sto = dtr_tensor_storage(s->budget.dtr, v->mem.dt);
+            struct dtr_storage_info in;
+            int dup = 0;
+            for (int k = 0; k < i && !dup; k++)
+                dup = c->in[k] >= 0 && !s->values[c->in[k]]->mem.storage && s->values[c->in[k]]->mem.dt != DTR_NONE &&
+                      dtr_tensor_storage(s->budget.dtr, s->values[c->in[k]]->mem.dt) == sto;
+            if (!dup && !dtr_storage_info(s->budget.dtr, sto, &in) && !in.pinned && !in.frozen)
+                inputs += (size_t)in.bytes;
+        }
+        size_t fixed = rt_budget_account_fixed(&a);
         return rt_fail(DTRX_ERR_BUDGET,
-                       "budget of %zu bytes is infeasible: node '%s' (%s) needs %.0f bytes for its outputs "
-                       "while %zu bytes are pinned (weights, inputs, optimizer state) and nothing else can be "
-                       "evicted; this call alone needs a budget of at least %.0f bytes (pinned + its inputs and "
-                       "outputs), more with fragmentation and kernel workspace (%s)",
-                       s->arena.budget_bytes, c->name, c->def->name, need, s->stats.pinned_bytes,
-                       (double)s->stats.pinned_bytes + inputs + need, msg);
+                       "budget of %zu bytes is infeasible: node '%s' (%s) needs %zu bytes for its outputs and "
+                       "nothing else can be evicted: %s; this call alone needs a budget of at least %zu bytes (the "
+                       "%zu that no eviction frees, its inputs %zu and its outputs %zu), more with fragmentation and "
+                       "kernel workspace",
+                       s->arena.budget_bytes, c->name, c->def->name, need, held, fixed + inputs + need, fixed,
+                       inputs, need);
     }
     if (st == DTR_ERR_COMPUTE && s->budget.failure) {
         enum dtrx_status f = s->budget.failure;
@@ -644,12 +662,16 @@ enum dtrx_status rt_budget_mutate(struct dtrx_session *s, struct rt_value *v)
     if (!rt_budget_active(s) || v->mem.dt == DTR_NONE)
         return DTRX_OK;
     enum dtr_status st = dtr_tensor_mutate(s->budget.dtr, v->mem.dt);
-    if (st == DTR_ERR_OOM)
+    if (st == DTR_ERR_OOM) {
+        struct rt_budget_account a;
+        char held[1024];
+        rt_budget_account(s, &a);
+        rt_budget_account_text(&a, held, sizeof held);
         return rt_fail(DTRX_ERR_BUDGET,
                        "budget of %zu bytes is infeasible: updating '%s' inside the backward pass needs every value "
-                       "computed from it that the step still holds resident at once, and they do not fit (%s); "
-                       "--update after-backward keeps the gradients instead",
-                       s->arena.budget_bytes, v->name, dtr_error(s->budget.dtr));
+                       "computed from it that the step still holds resident at once, and they do not fit: %s",
+                       s->arena.budget_bytes, v->name, held);
+    }
     return st ? dtr_failure(s, NULL, st) : DTRX_OK;
 }
 

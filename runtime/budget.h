@@ -61,6 +61,23 @@ enum dtrx_status rt_budget_mutate(struct dtrx_session *s, struct rt_value *v);
 enum dtrx_status rt_budget_pin(struct dtrx_session *s, struct rt_value *v);
 void *rt_budget_scratch_alloc(struct dtrx_session *s, size_t bytes);
 void rt_budget_scratch_free(struct dtrx_session *s, void *ptr);
+/* Where the arena's bytes are, in one snapshot (budget_account.c): the parts
+ * add up to in_use; budget - in_use is free. For the messages of infeasible
+ * budgets, so that their numbers agree. */
+struct rt_budget_account {
+    size_t budget, in_use, largest_hole;
+    size_t weights, state, inputs, targets;   /* persistent: never evicted */
+    size_t pinned_step;            /* pinned for the step: final gradients, step constants */
+    size_t frozen;                 /* frozen by an update inside the backward pass */
+    size_t locked;                 /* inputs and outputs of the calls in progress */
+    size_t evictable;
+    size_t other;                  /* kernel workspace, scratch copies */
+};
+void rt_budget_account(const struct dtrx_session *s, struct rt_budget_account *a);
+/* What no eviction can free: persistent + pinned for the step + frozen. */
+size_t rt_budget_account_fixed(const struct rt_budget_account *a);
+/* "the arena of B bytes held P bytes that are never evicted (weights W, ...), ..., F free (the largest hole H)" */
+void rt_budget_account_text(const struct rt_budget_account *a, char *buf, size_t n);
 /* 1 when the value holds data now or can be recomputed. */
 int rt_value_live(const struct dtrx_session *s, const struct rt_value *v);
 

@@ -107,6 +107,21 @@ enum dtrx_status dtrx_session_train_begin(struct dtrx_session *s, const struct d
     int n_state = t->opts.optimizer == DTRX_OPTIMIZER_MOMENTUM ? 1 :
                   t->opts.optimizer >= DTRX_OPTIMIZER_ADAM ? 2 : 0;
     for (int p = 0; p < t->n_params; p++)
+        t->grad_bytes += arena_rounded(tensor_size_bytes(&s->values[t->params[p]]->t));
+    /* The optimizer state stays resident like the weights: say so at once
+     * when the two cannot both fit, rather than at whichever state tensor
+     * is the first that does not. */
+    size_t state_bytes = (size_t)n_state * t->grad_bytes;
+    if (s->arena.budget_bytes && s->arena.in_use_bytes + state_bytes > s->arena.budget_bytes) {
+        static const char *const names[] = { "SGD", "momentum", "Adam", "AdamW" };
+        return rt_fail(DTRX_ERR_BUDGET,
+                       "budget of %zu bytes is infeasible: the weights and inputs (%zu bytes) and %s's optimizer "
+                       "state (%d x %zu bytes) are never evicted and need %zu bytes together, before any "
+                       "activation, gradient or workspace",
+                       s->arena.budget_bytes, s->arena.in_use_bytes, names[t->opts.optimizer], n_state,
+                       t->grad_bytes, s->arena.in_use_bytes + state_bytes);
+    }
+    for (int p = 0; p < t->n_params; p++)
         for (int k = 0; k < 2; k++) {
             t->state[2 * p + k] = k < n_state ? new_state(s, t->params[p], k ? "v" : "m") : -1;
             if (k < n_state && t->state[2 * p + k] < 0)
@@ -123,8 +138,6 @@ enum dtrx_status dtrx_session_train_begin(struct dtrx_session *s, const struct d
         t->first_use[i] = t->param_of[i] = -1;   /* first_use: filled as the tape is recorded (rt_tape_push) */
     for (int p = 0; p < t->n_params; p++)
         t->param_of[t->params[p]] = p;
-    for (int p = 0; p < t->n_params; p++)
-        t->grad_bytes += arena_rounded(tensor_size_bytes(&s->values[t->params[p]]->t));
     s->stats.pinned_bytes = s->arena.in_use_bytes;
     t->base_values = s->n_values;
     t->active = 1;
@@ -665,13 +678,18 @@ static enum dtrx_status pin_final_grads(struct dtrx_session *s, int tape_index)
         if (v->kind != RT_VALUE_INITIALIZER || v->train.grad < 0 || t->first_use[c->in[i]] != tape_index)
             continue;
         enum dtrx_status st = s->memory->pin(s, s->values[v->train.grad]);
-        if (st) {
-            char why[1024];
-            snprintf(why, sizeof why, "%s", dtrx_last_error());
+        if (st == DTRX_ERR_BUDGET) {
+            struct rt_budget_account a;
+            char held[1024];
+            rt_budget_account(s, &a);
+            rt_budget_account_text(&a, held, sizeof held);
             return rt_fail(st, "budget of %zu bytes is infeasible: the gradient of '%s' must stay resident until "
-                           "the update (like every parameter's, %zu bytes in all) and cannot be: %s",
-                           s->arena.budget_bytes, v->name, t->grad_bytes, why);
+                           "the update after the backward pass (like every parameter's, %zu bytes in all; "
+                           "--update in-backward frees each as it is used) and cannot be made resident: %s",
+                           s->arena.budget_bytes, v->name, t->grad_bytes, held);
         }
+        if (st)
+            return st;
     }
     return DTRX_OK;
 }

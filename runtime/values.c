@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "runtime/arena.h"
+#include "runtime/budget.h"
 #include "runtime/device.h"
 #include "runtime/memory.h"
 #include "runtime/session.h"
@@ -81,14 +82,15 @@ enum dtrx_status rt_value_alloc(struct dtrx_session *s, struct rt_value *v)
     void *data = !st ? NULL : s->memory->persistent_alloc(s, bytes);
     if (!data) {
         free(st);
-        /* While the plan is built everything in the arena is pinned. */
-        size_t pinned = s->stats.pinned_bytes ? s->stats.pinned_bytes : s->arena.in_use_bytes;
-        if (s->arena.budget_bytes)
+        if (s->arena.budget_bytes) {
+            struct rt_budget_account a;
+            char held[1024];
+            rt_budget_account(s, &a);
+            rt_budget_account_text(&a, held, sizeof held);
             return rt_fail(DTRX_ERR_BUDGET,
-                           "budget of %zu bytes is infeasible: '%s' needs %zu bytes that are never evicted, "
-                           "with %zu bytes already pinned (weights, inputs, optimizer state); the budget must "
-                           "be above %zu bytes plus the largest operator call",
-                           s->arena.budget_bytes, v->name, arena_rounded(bytes), pinned, pinned + arena_rounded(bytes));
+                           "budget of %zu bytes is infeasible: '%s' needs %zu bytes that are never evicted, and %s",
+                           s->arena.budget_bytes, v->name, arena_rounded(bytes), held);
+        }
         return rt_fail(DTRX_ERR_BUDGET, "out of memory allocating %zu bytes for '%s' (%zu bytes in use)",
                        bytes, v->name, s->arena.in_use_bytes);
     }

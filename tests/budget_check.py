@@ -269,13 +269,45 @@ def plan_exact(dtrexec, tmp):
         raise SystemExit(f"FAIL: {ran} schedules ran, {checked} of them with recomputations, {checkmate} Checkmate's")
 
 
+def check_account(budget, msg):
+    """The arena's parts in an infeasible-budget message add up to the arena,
+    and a call's least budget to its own parts: one set of numbers."""
+    import re
+    m = re.search(r"the arena of (\d+) bytes held (.*?) \(the largest hole (\d+)\)", msg)
+    if not m:
+        raise SystemExit(f"FAIL: budget {budget}: no account of the arena in: {msg}")
+    arena, parts, hole = int(m.group(1)), re.sub(r"\([^()]*\)", "", m.group(2)), int(m.group(3))
+    if arena > int(budget) or int(budget) - arena >= 64:
+        raise SystemExit(f"FAIL: budget {budget}: the arena is {arena} bytes")
+    nums = [int(x) for x in re.findall(r"(?:^|, )(\d+) ", parts)]
+    if sum(nums) != arena:
+        raise SystemExit(f"FAIL: budget {budget}: the parts {nums} add up to {sum(nums)}, not {arena}: {msg}")
+    free = int(re.search(r"(\d+) free", parts).group(1))
+    if hole > free:
+        raise SystemExit(f"FAIL: budget {budget}: a hole of {hole} bytes with {free} free")
+    inner = re.search(r"never evicted \(([^()]*)\)", m.group(2))
+    kept = int(re.match(r"(\d+)", parts).group(1))
+    if inner and sum(int(x) for x in re.findall(r"(\d+)", inner.group(1))) != kept:
+        raise SystemExit(f"FAIL: budget {budget}: the persistent parts do not add up to {kept}: {msg}")
+    m = re.search(r"at least (\d+) bytes \(the (\d+) that no eviction frees, its inputs (\d+) and its outputs (\d+)\)",
+                  msg)
+    if m and int(m.group(1)) != sum(int(m.group(k)) for k in (2, 3, 4)):
+        raise SystemExit(f"FAIL: budget {budget}: the call's least budget is not the sum of its parts: {msg}")
+    return bool(m)
+
+
 def infeasible(dtrexec, tmp):
     path = make_model("mlp", tmp)
     res, base, _ = train(dtrexec, path, tmp, "base", [])
     floor = base["pinned_bytes"]
-    for budget, words in [("20000", ["infeasible", "never evicted", "pinned"]),
-                          (str(floor // 2), ["infeasible", "never evicted", "pinned"]),
-                          (str(floor + 100000), ["infeasible", "node", "needs", "pinned"])]:
+    state = run(dtrexec, [path, "--train", "--optimizer", "adam", "--budget", str(floor + 8192), "--quiet"], 2)
+    for w in ["infeasible", "Adam's optimizer state (2 x", "never evicted"]:
+        if w not in state.stderr:
+            raise SystemExit(f"FAIL: weights plus Adam's state above the budget: message lacks '{w}': {state.stderr}")
+    calls = 0
+    for budget, words in [("20000", ["infeasible", "never evicted", "weights"]),
+                          (str(floor // 2), ["infeasible", "never evicted", "weights"]),
+                          (str(floor + 100000), ["infeasible", "node", "needs", "never evicted", "this call alone"])]:
         stale = os.path.join(tmp, "stale.json")   # as if an earlier run had written it
         with open(stale, "w") as f:
             json.dump(base, f)
@@ -286,8 +318,12 @@ def infeasible(dtrexec, tmp):
         for w in words:
             if w not in res.stderr:
                 raise SystemExit(f"FAIL: budget {budget}: message lacks '{w}': {res.stderr}")
+        calls += check_account(budget, res.stderr)
+    if not calls:
+        raise SystemExit("FAIL: no message gave a call's least budget")
     res = run(dtrexec, [path, "--train", "--budget", "lots"], 1)
-    print("PASS: impossible budgets exit 2 naming the operator, the bytes and the pinned floor")
+    print("PASS: impossible budgets exit 2 naming the operator, the bytes and what holds the arena, "
+          "their numbers adding up")
 
 
 def lowest_ratio(dtrexec, path, tmp, peak, extra, base, base_w, tag):

@@ -72,7 +72,10 @@ STEPS = 3
 # (runtime/params.c), so its Mul no longer holds the product it scales for
 # the backward pass: the peak is 97.5 KB, and 0.93x (90.7 KB, below the 93 KB
 # of 0.9x before) is the lower budget.
-BUDGET_RATIOS = {"lstm_var_len": (0.98, 0.97), "treelstm": (0.95, 0.93), "early_exit": (0.6, 0.5)}
+# Since taped loss calls hold only what their gradients read and graph
+# outputs are not held past them (budgeted steps copy them to the host), the
+# LSTM trains at 0.98x and 0.97x without recomputing: 0.95x and 0.9x do.
+BUDGET_RATIOS = {"lstm_var_len": (0.95, 0.9), "treelstm": (0.95, 0.93), "early_exit": (0.6, 0.5)}
 
 
 def fail(msg):
@@ -282,15 +285,15 @@ def check_long_scan(dtrexec, tmp):
     res, base, base_w = train(dtrexec, path, tmp, "long-base", dims)
     if res.returncode:
         fail(f"long scan: unbudgeted training exited {res.returncode}: {res.stderr.strip()}")
-    budget = int(base["peak_bytes"] * 0.97)
+    budget = int(base["peak_bytes"] * 0.95)
     res, st, w = train(dtrexec, path, tmp, "long-dtr", dims + ["--budget", str(budget), "--verify-remat"])
     if res.returncode:
-        fail(f"long scan at 0.97x exited {res.returncode}: {res.stderr.strip()}")
+        fail(f"long scan at 0.95x exited {res.returncode}: {res.stderr.strip()}")
     if st["loss"] != base["loss"] or any(base_w[k].tobytes() != w[k].tobytes() for k in base_w):
         fail(f"long scan: losses {st['loss']} or weights differ from the unbudgeted {base['loss']}")
     if st["peak_bytes"] > budget or not st["remats"]:
         fail(f"long scan: peak {st['peak_bytes']} (budget {budget}), {st['remats']} recomputations")
-    print(f"ok   lstm_var_len over {[d['seq'] for d in st['step_dims']]} steps at 0.97x: bit-identical, "
+    print(f"ok   lstm_var_len over {[d['seq'] for d in st['step_dims']]} steps at 0.95x: bit-identical, "
           f"{st['remats']} recomputations")
 
 

@@ -70,6 +70,25 @@ def test_budget_recomputes_bit_identically(mlp):
             assert np.array_equal(s.tensor(name), base.tensor(name))
 
 
+@pytest.mark.parametrize("optimizer", ["sgd", "adamw"])
+def test_update_in_backward_equals_after(mlp, optimizer):
+    """update="in-backward" (the default) frees each gradient as it is used;
+    the losses and weights equal updating after the backward pass, with and
+    without a budget, and the unbudgeted peak is no higher."""
+    after, want = py_train(mlp, 3, {"optimizer": optimizer, "update": "after-backward"})
+    inb, got = py_train(mlp, 3, {"optimizer": optimizer})
+    assert got == want
+    assert after.stats()["updates_in_backward"] == 0 and inb.stats()["updates_in_backward"] > 0
+    assert inb.stats()["peak_bytes"] <= after.stats()["peak_bytes"]
+    budget = int(0.7 * after.stats()["peak_bytes"])
+    s, losses = py_train(mlp, 3, {"optimizer": optimizer}, budget=budget, verify_remat=True)
+    assert losses == want and s.stats()["remats"] > 0
+    for name in ("W0", "W11", "b3"):
+        assert np.array_equal(s.tensor(name), after.tensor(name))
+    with pytest.raises(dtrexec.InputError, match="unknown update"):
+        dtrexec.Session(mlp).train(update="sometimes")
+
+
 def test_ratio_budget_equals_the_command(mlp, cli, tmp_path):
     stats = tmp_path / "s.json"
     want = cli_losses(cli, [mlp, "--train", "--steps", 3, "--threads", 1, "--seed", 3, "--budget", "0.6x",
