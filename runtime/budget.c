@@ -219,8 +219,11 @@ static int alloc_storage(void *ctx, dtr_storage st, uint64_t bytes, unsigned fla
         return 0;
     }
     void *p = budget_arena_alloc(s, (size_t)bytes, (void *)((uintptr_t)st + 1), b->constant_pending);
-    if (!p)
+    if (!p) {
+        b->failed_bytes = (size_t)bytes;
+        b->failed_storage = st;
         return 1;
+    }
     if (flags & DTR_ALLOC_SCRATCH) {
         b->scratch[st] = p;
     } else {
@@ -515,12 +518,21 @@ static enum dtrx_status dtr_failure(struct dtrx_session *s, const struct rt_call
                 inputs += (size_t)in.bytes;
         }
         size_t fixed = rt_budget_account_fixed(&a);
+        /* The allocation that failed: one of its outputs, or an evicted
+         * input (or its parent) being recomputed for it. */
+        int own = 0;
+        for (int i = 0, k = 0; i < c->n_out && s->budget.pending_call == c; i++)
+            if (c->out[i] >= 0)
+                own |= dtr_tensor_storage(s->budget.dtr, s->budget.pending_outs[k++]) == s->budget.failed_storage;
+        char what[160];
+        snprintf(what, sizeof what, own ? "its outputs (%zu bytes did not fit)" :
+                 "an evicted input it reads, recomputed first (%zu bytes did not fit)", s->budget.failed_bytes);
         return rt_fail(DTRX_ERR_BUDGET,
-                       "budget of %zu bytes is infeasible: node '%s' (%s) needs %zu bytes for its outputs and "
-                       "nothing else can be evicted: %s; this call alone needs a budget of at least %zu bytes (the "
-                       "%zu that no eviction frees, its inputs %zu and its outputs %zu), more with fragmentation and "
-                       "kernel workspace",
-                       s->arena.budget_bytes, c->name, c->def->name, need, held, fixed + inputs + need, fixed,
+                       "budget of %zu bytes is infeasible: node '%s' (%s) needs memory for %s and nothing else can "
+                       "be evicted: %s; this call alone needs a budget of at least %zu bytes (the %zu that no "
+                       "eviction frees, its inputs %zu and its outputs %zu), more with fragmentation and kernel "
+                       "workspace",
+                       s->arena.budget_bytes, c->name, c->def->name, what, held, fixed + inputs + need, fixed,
                        inputs, need);
     }
     if (st == DTR_ERR_COMPUTE && s->budget.failure) {

@@ -36,6 +36,8 @@ struct rt_budget {
     const dtr_tensor *pending_outs;     /* and the tensors the core gave its outputs */
     double kernel_seconds, remat_seconds;
     size_t scratch_failed_bytes;   /* workspace a kernel could not get */
+    size_t failed_bytes;           /* the last storage allocation that did not fit, and its storage */
+    dtr_storage failed_storage;
     size_t scratch_requested;      /* workspace the running kernel asked for so far */
     void *reserve;                 /* workspace reserved before a kernel's retry */
     size_t reserve_bytes, reserve_used;

@@ -70,12 +70,12 @@ void rt_budget_account(const struct dtrx_session *s, struct rt_budget_account *a
             if (dtr_storage_info(b->dtr, st, &in) || !b->ptr[st] || !b->owned[st])
                 continue;   /* no buffer, or a persistent tensor's block (counted above) */
             size_t bytes = arena_size_of(&s->arena, b->ptr[st]);
-            if (!in.resident || in.locked)
-                a->locked += bytes;   /* being computed, or an input of the call in progress */
-            else if (in.pinned)
+            if (in.resident && in.pinned)
                 a->pinned_step += bytes;
-            else if (in.frozen)
+            else if (in.resident && in.frozen)
                 a->frozen += bytes;
+            else if (!in.resident || in.locked)
+                a->locked += bytes;   /* being computed, or an input of the call in progress */
             else if (in.evictable)
                 a->evictable += bytes;
             else
