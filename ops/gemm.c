@@ -396,6 +396,9 @@ static int emit_matmul_trans(struct grad_ctx *g, int a, int b, int trans_a, int 
  * B one matrix under a batched A (a Linear layer): A and dY fold their batch
  * into rows and dB is one GEMM, A'^T dY', rather than a batch of products
  * summed afterwards. */
+static int matmul_grad_b(struct grad_ctx *g, const struct tensor *a, const struct tensor *b, int ha, int hdy,
+                         int64_t k, int64_t n, int64_t *dims);
+
 static int matmul_grad(struct grad_ctx *g)
 {
     if (g->dy[0] < 0)
@@ -425,7 +428,18 @@ static int matmul_grad(struct grad_ctx *g)
         if (nn_grad_reshape(g, hdy, batch_rank + 2, dims, &hdy))
             return -1;
     }
-    if (g->need_dx[0]) {
+    /* dB reads A, dA reads B: the gradient that reads the larger operand
+     * first, so that under a budget that operand (an activation, against a
+     * weight) can be evicted while the other gradient is computed. */
+    int b_first = tensor_numel(a) > tensor_numel(b);
+    for (int pass = 0; pass < 2; pass++) {
+        if ((pass == 0) == b_first) {
+            if (matmul_grad_b(g, a, b, ha, hdy, k, n, dims))
+                return -1;
+            continue;
+        }
+        if (!g->need_dx[0])
+            continue;
         int da;
         if (emit_matmul_trans(g, hdy, hb, 0, 1, &da))
             return -1;
@@ -438,6 +452,12 @@ static int matmul_grad(struct grad_ctx *g)
         if (grad_add_dx_broadcast(g, 0, da))
             return -1;
     }
+    return 0;
+}
+
+static int matmul_grad_b(struct grad_ctx *g, const struct tensor *a, const struct tensor *b, int ha, int hdy,
+                         int64_t k, int64_t n, int64_t *dims)
+{
     if (g->need_dx[1]) {
         int db;
         if (b->rank <= 2 && a->rank > 2) {
@@ -489,16 +509,18 @@ static int gemm_grad(struct grad_ctx *g)
     const struct gemm_params *p = g->fwd->params;
     int dy = g->dy[0], ha = g->in[0], hb = g->in[1], h;
     float alpha = p->alpha;
-    if (g->need_dx[0]) {
-        int rc = !p->trans_a ? emit_gemm(g, dy, hb, 0, !p->trans_b, alpha, &h)
-                             : emit_gemm(g, hb, dy, p->trans_b, 1, alpha, &h);
-        if (rc || g->add_dx(g, 0, h))
-            return -1;
-    }
-    if (g->need_dx[1]) {
-        int rc = !p->trans_b ? emit_gemm(g, ha, dy, !p->trans_a, 0, alpha, &h)
-                             : emit_gemm(g, dy, ha, 1, p->trans_a, alpha, &h);
-        if (rc || g->add_dx(g, 1, h))
+    /* dB reads A and dA reads B: the one reading the larger operand first
+     * (as MatMul's gradient does). */
+    int b_first = tensor_numel(g->fwd->in[0]) > tensor_numel(g->fwd->in[1]);
+    for (int pass = 0; pass < 2; pass++) {
+        int which = (pass == 0) == b_first ? 1 : 0;
+        if (!g->need_dx[which])
+            continue;
+        int rc = which == 0 ? (!p->trans_a ? emit_gemm(g, dy, hb, 0, !p->trans_b, alpha, &h)
+                                           : emit_gemm(g, hb, dy, p->trans_b, 1, alpha, &h))
+                            : (!p->trans_b ? emit_gemm(g, ha, dy, !p->trans_a, 0, alpha, &h)
+                                           : emit_gemm(g, dy, ha, 1, p->trans_a, alpha, &h));
+        if (rc || g->add_dx(g, which, h))
             return -1;
     }
     if (g->fwd->n_in > 2 && g->fwd->in[2] && g->need_dx[2]) {
