@@ -480,7 +480,7 @@ static int write_stats(struct dtrx_session *s, const struct run_args *a)
         .view_remats = st.view_remats, .op_calls = st.op_calls, .dtr_overhead_seconds = st.dtr_overhead_seconds,
         .compaction_seconds = st.compaction_seconds, .runs = st.runs, .step_seconds = st.step_seconds,
         .train = a->train, .losses = st.losses, .nonfinite_step = a->nonfinite_step,
-        .updates_in_backward = st.updates_in_backward,
+        .updates_in_backward = st.updates_in_backward, .in_place_calls = st.in_place_calls,
     };
     snprintf(out.device, sizeof out.device, "%s", a->device);
     if (st.budget_bytes) {

@@ -991,6 +991,8 @@ enum dtr_status dtr_storage_info(const struct dtr *d, dtr_storage s, struct dtr_
     out->frozen = r->frozen;
     out->locked = r->ref_int > (uint32_t)(r->pinned || r->frozen);
     out->evictable = d->in_pool[s];
+    out->shared = r->first_tensor != r->last_tensor;
+    out->refs = r->ref_ext;
     return DTR_OK;
 }
 

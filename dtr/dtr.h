@@ -202,6 +202,8 @@ struct dtr_storage_info {
     uint8_t frozen;                 /* dtr_tensor_mutate */
     uint8_t locked;                 /* acquired, or an input of a call being run or recomputed */
     uint8_t evictable;
+    uint8_t shared;                 /* more than one tensor (views) on it */
+    uint32_t refs;                  /* program references, all its tensors together */
 };
 /* DTR_ERR_INVALID for an unknown storage. */
 enum dtr_status dtr_storage_info(const struct dtr *d, dtr_storage s, struct dtr_storage_info *out);

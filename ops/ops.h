@@ -210,6 +210,10 @@ struct op_def {
     /* Inputs (bit i) the kernel updates in place (optimizer steps); such ops
      * have no outputs and run only after the backward pass. */
     uint32_t mutates;
+    /* 1: the kernel may write output 0 over input 0 (same shape and dtype,
+     * element by element): the runtime then gives them one buffer when
+     * input 0 is a gradient nothing reads afterwards (grad_ctx.emit_last). */
+    int in_place;
     /* Emits the backward calls of one forward call (see struct grad_ctx);
      * NULL when the op is not differentiable. */
     int (*grad)(struct grad_ctx *g);
@@ -244,6 +248,11 @@ struct grad_ctx {
     const uint8_t *need_dx;        /* 1 where forward input i wants a gradient */
     int (*emit)(struct grad_ctx *g, const char *op, const struct onnx_attr *attrs, int n_attrs,
                 int n_in, const int *in, int n_out, int *out);
+    /* emit, with the emitter's promise that it reads in[0] (one of dy) no
+     * more after this call: an op with in_place may then write its output
+     * over it, when nothing else holds it. */
+    int (*emit_last)(struct grad_ctx *g, const char *op, const struct onnx_attr *attrs, int n_attrs,
+                     int n_in, const int *in, int n_out, int *out);
     /* Adds handle h to the gradient of forward input i (fan-out accumulates). */
     int (*add_dx)(struct grad_ctx *g, int i, int h);
     /* A constant tensor (copied) as a new handle. */

@@ -410,7 +410,7 @@ static int ugrad_emit(struct grad_ctx *g, const char *kernel, const struct onnx_
     if (g->dy[0] < 0 || !g->need_dx[0])
         return 0;
     int dx, in[2] = { g->dy[0], z };
-    if (g->emit(g, kernel, attrs, n_attrs, 2, in, 1, &dx))
+    if (g->emit_last(g, kernel, attrs, n_attrs, 2, in, 1, &dx))
         return -1;
     return g->add_dx(g, 0, dx);
 }
@@ -423,7 +423,7 @@ static int ugrad_emit(struct grad_ctx *g, const char *kernel, const struct onnx_
         .domain = "dtrexec", .name = opname, .since = { 1 },                            \
         .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,                           \
         .parse = parse_fn, .infer = sym##_infer, .cost = sym##_cost,                    \
-        .kernel = { [BACKEND_CPU] = sym##_cpu },                                        \
+        .kernel = { [BACKEND_CPU] = sym##_cpu }, .in_place = 1,                         \
     };
 
 UGRAD_KERNEL_DEF(op_relu_grad, "ReluGrad", relu_grad_fns, 1, NULL, NULL)
@@ -455,7 +455,7 @@ const struct op_def op_gelu_grad = {
     .domain = "dtrexec", .name = "GeluGrad", .since = { 1 },
     .min_in = 2, .max_in = 2, .min_out = 1, .max_out = 1,
     .parse = gelu_parse, .infer = gelu_grad_infer, .cost = gelu_grad_cost,
-    .kernel = { [BACKEND_CPU] = gelu_grad_cpu },
+    .kernel = { [BACKEND_CPU] = gelu_grad_cpu }, .in_place = 1,
 };
 
 /* ClipGrad(dy, X, min?, max?): the bounds are optional scalar inputs, as in

@@ -272,8 +272,8 @@ static enum dtrx_status verify_outputs(struct dtrx_session *s, struct rt_call *c
     /* Inputs that were computed in this step must still hold their bytes
      * (persistent inputs may change in place: running statistics). */
     for (int i = 0; i < c->n_in; i++) {
-        if (c->in[i] < 0 || s->values[c->in[i]]->mem.storage)
-            continue;
+        if (c->in[i] < 0 || s->values[c->in[i]]->mem.storage || (c->in_place && i == 0))
+            continue;   /* an in-place call's input 0 is its output now */
         struct rt_value *v = s->values[c->in[i]];
         dtr_storage st = dtr_tensor_storage(b->dtr, v->mem.dt);
         if (st < b->capacity && b->hash[st] && b->hash[st] != hash_bytes(rt_host_view(s, v->t.data, tensor_size_bytes(&v->t)), tensor_size_bytes(&v->t)))
@@ -603,7 +603,7 @@ enum dtrx_status rt_budget_exec(struct dtrx_session *s, struct rt_call *c, struc
         for (int i = 0; i < c->n_out && !st; i++)
             if (c->out[i] >= 0) {
                 bytes[n_out] = arena_rounded(tensor_size_bytes(call->out[i]));
-                alias[n_out] = c->def->alias && i == 0 ? alias_input : -1;
+                alias[n_out] = (c->def->alias || c->in_place) && i == 0 ? alias_input : -1;
                 n_out++;
             }
         if (!st && !n_out)
@@ -623,9 +623,9 @@ enum dtrx_status rt_budget_exec(struct dtrx_session *s, struct rt_call *c, struc
             b->pending_call = c;
             b->pending_outs = outs;
             enum dtr_status ds = dtr_call(b->dtr, &desc, outs, NULL);
-            b->pending_call = NULL;
             if (ds)
-                st = dtr_failure(s, c, ds);
+                st = dtr_failure(s, c, ds);   /* reads pending_call: was it one of c's outputs that failed */
+            b->pending_call = NULL;
         }
         if (big) {
             free(ins);
@@ -685,6 +685,17 @@ enum dtrx_status rt_budget_mutate(struct dtrx_session *s, struct rt_value *v)
                        s->arena.budget_bytes, v->name, held);
     }
     return st ? dtr_failure(s, NULL, st) : DTRX_OK;
+}
+
+/* Only frozen storages, which nothing recomputes, are overwritten: an
+ * evictable one could be recomputed for a reader of the old contents. */
+static int budget_overwritable(const struct dtrx_session *s, const struct rt_value *v)
+{
+    struct dtr_storage_info in;
+    if (v->mem.storage || v->mem.dt == DTR_NONE ||
+        dtr_storage_info(s->budget.dtr, dtr_tensor_storage(s->budget.dtr, v->mem.dt), &in))
+        return 0;
+    return in.resident && in.frozen && !in.shared && in.refs == 1;
 }
 
 void rt_budget_release(struct dtrx_session *s, struct rt_value *v)
@@ -779,6 +790,7 @@ const struct rt_memory rt_memory_dtr = {
     .read = rt_budget_read,
     .pin = rt_budget_pin,
     .mutate = rt_budget_mutate,
+    .overwritable = budget_overwritable,
     .release = rt_budget_release,
     .live = rt_value_live,
 };

@@ -213,15 +213,18 @@ enum dtrx_status rt_emit_build(struct dtrx_session *s, const char *op, const str
     return DTRX_OK;
 }
 
-enum dtrx_status rt_emit(struct dtrx_session *s, const char *op, const struct onnx_attr *attrs,
-                         int n_attrs, int n_in, const int *in, int n_out, int *out, const char *tag)
+static enum dtrx_status emit(struct dtrx_session *s, const char *op, const struct onnx_attr *attrs,
+                             int n_attrs, int n_in, const int *in, int n_out, int *out, const char *tag, int in_place)
 {
     struct rt_call *c = NULL;
     for (int i = 0; out && i < n_out; i++)
         out[i] = -1;
     enum dtrx_status st = rt_emit_build(s, op, attrs, n_attrs, n_in, in, n_out, out, tag, &c);
-    if (!st)
+    if (!st) {
+        c->in_place = (uint8_t)(in_place && c->def->in_place && n_out >= 1 && n_in >= 1);
+        s->stats.in_place_calls += c->in_place;
         st = rt_call_exec(s, c);
+    }
     if (!st && s->taping)
         st = rt_tape_push(s, c);
     if (st)
@@ -244,6 +247,18 @@ enum dtrx_status rt_emit(struct dtrx_session *s, const char *op, const struct on
     for (int i = 0; i < n_out; i++)
         s->values[c->out[i]]->train.requires_grad = requires_grad && rt_dtype_is_float(s->values[c->out[i]]->t.dtype);
     return DTRX_OK;
+}
+
+enum dtrx_status rt_emit(struct dtrx_session *s, const char *op, const struct onnx_attr *attrs,
+                         int n_attrs, int n_in, const int *in, int n_out, int *out, const char *tag)
+{
+    return emit(s, op, attrs, n_attrs, n_in, in, n_out, out, tag, 0);
+}
+
+enum dtrx_status rt_emit_in_place(struct dtrx_session *s, const char *op, const struct onnx_attr *attrs,
+                                  int n_attrs, int n_in, const int *in, int n_out, int *out, const char *tag)
+{
+    return emit(s, op, attrs, n_attrs, n_in, in, n_out, out, tag, 1);
 }
 
 /* Frees what the step emitted: calls, and values from base_values on. */

@@ -23,6 +23,11 @@ enum dtrx_status rt_emit_build(struct dtrx_session *s, const char *op, const str
  * executes it (train.c). */
 enum dtrx_status rt_emit(struct dtrx_session *s, const char *op, const struct onnx_attr *attrs,
                          int n_attrs, int n_in, const int *in, int n_out, int *out, const char *tag);
+/* rt_emit with output 0 written over input 0's buffer where the op allows
+ * it (def->in_place; else as rt_emit): the caller knows nothing reads input
+ * 0 afterwards and that nothing else holds its buffer (memory.overwritable). */
+enum dtrx_status rt_emit_in_place(struct dtrx_session *s, const char *op, const struct onnx_attr *attrs,
+                                  int n_attrs, int n_in, const int *in, int n_out, int *out, const char *tag);
 int rt_constant(struct dtrx_session *s, const struct tensor *t, const char *tag);
 /* Frees a call's parameters, index arrays and synthetic node (emit.c). */
 void rt_call_clear(struct rt_call *c);

@@ -40,6 +40,10 @@ struct rt_memory {
      * none of them may be recomputed from the new contents (DTR: they are
      * made resident and frozen, dtr_tensor_mutate). */
     enum dtrx_status (*mutate)(struct dtrx_session *s, struct rt_value *v);
+    /* 1 when a call may write its output over v's buffer, v being read by
+     * nothing afterwards: nothing else shares the buffer, and nothing will
+     * recompute v (DTR: v is frozen, dtr_tensor_mutate). */
+    int (*overwritable)(const struct dtrx_session *s, const struct rt_value *v);
     /* The program lets go of a value (DTR: its reference to the tensor). */
     void (*release)(struct dtrx_session *s, struct rt_value *v);
     /* 1 when the value holds data now or can be recomputed. */

@@ -38,7 +38,8 @@ static enum dtrx_status plain_exec(struct dtrx_session *s, struct rt_call *c, st
         if (!call->out[i])
             continue;
         struct rt_value *v = s->values[c->out[i]];
-        enum dtrx_status st = c->def->alias && i == 0 ? alias_output(s, c, call->in[0], v) : rt_value_alloc(s, v);
+        enum dtrx_status st = (c->def->alias || c->in_place) && i == 0 ? alias_output(s, c, call->in[0], v)
+                                                                         : rt_value_alloc(s, v);
         if (st)
             return st;
     }
@@ -104,6 +105,12 @@ static enum dtrx_status plain_mutate(struct dtrx_session *s, struct rt_value *v)
     return DTRX_OK;
 }
 
+static int plain_overwritable(const struct dtrx_session *s, const struct rt_value *v)
+{
+    (void)s;
+    return v->mem.storage && v->mem.storage->refs == 1;
+}
+
 const struct rt_memory rt_memory_plain = {
     .name = "plain",
     .evicts = 0,
@@ -114,6 +121,7 @@ const struct rt_memory rt_memory_plain = {
     .read = plain_read,
     .pin = plain_pin,
     .mutate = plain_mutate,
+    .overwritable = plain_overwritable,
     .release = plain_release,
     .live = plain_live,
 };

@@ -461,6 +461,25 @@ static int bw_emit(struct grad_ctx *g, const char *op, const struct onnx_attr *a
     return b->status ? -1 : 0;
 }
 
+/* emit, writing the output over in[0] when in[0] is a gradient of this
+ * call's outputs that only its slot holds (the emitter reads it no more)
+ * and whose buffer nothing else shares or will recompute. */
+static int bw_emit_last(struct grad_ctx *g, const char *op, const struct onnx_attr *attrs, int n_attrs,
+                        int n_in, const int *in, int n_out, int *out)
+{
+    struct backward *b = (struct backward *)g;
+    struct dtrx_session *s = b->s;
+    int dy = 0;
+    for (int i = 0; n_in > 0 && in[0] >= 0 && i < b->call->n_out; i++)
+        dy |= g->dy[i] == in[0];
+    const struct rt_value *v = dy ? s->values[in[0]] : NULL;
+    if (!v || v->train.grad_refs != 1 || v->kind != RT_VALUE_INTERMEDIATE || v->use.kept ||
+        v->list.container || !s->memory->overwritable(s, v))
+        return bw_emit(g, op, attrs, n_attrs, n_in, in, n_out, out);
+    b->status = rt_emit_in_place(s, op, attrs, n_attrs, n_in, in, n_out, out, b->tag);
+    return b->status ? -1 : 0;
+}
+
 static int bw_add_dx(struct grad_ctx *g, int i, int h)
 {
     struct backward *b = (struct backward *)g;
@@ -620,7 +639,7 @@ static enum dtrx_status backward_call(struct dtrx_session *s, struct rt_call *c)
                                .n_in = c->n_in, .in = in_t, .n_out = c->n_out, .out = out_t, .env = &s->env };
         struct backward b = {
             .g = { .fwd = &fwd, .node = c->node ? c->node : c->emitted, .in = c->in, .out = c->out,
-                   .dy = dy, .need_dx = need, .emit = bw_emit, .add_dx = bw_add_dx,
+                   .dy = dy, .need_dx = need, .emit = bw_emit, .emit_last = bw_emit_last, .add_dx = bw_add_dx,
                    .constant = bw_constant, .shape = bw_shape },
             .s = s, .call = c, .tag = c->name,
         };

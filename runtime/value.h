@@ -95,6 +95,7 @@ struct rt_call {
     char *owned_name;              /* calls instantiated from a subgraph: "<control node>/<iteration>/<node>" */
     const struct rt_scope *scope;  /* control calls: where their subgraphs' outer names resolve (NULL: main graph) */
     uint32_t held_in, held_out;    /* training: the saved inputs/outputs this step's forward pass held (run.c) */
+    uint8_t in_place;              /* output 0 is written over input 0's buffer (emitted gradients, train.c) */
 };
 
 /* Names visible while a graph is instantiated: its own, then its parents'. */

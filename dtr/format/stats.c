@@ -59,7 +59,8 @@ int fmt_stats_write(FILE *f, const struct fmt_stats *s)
     number(f, "  \"compaction_bytes\": ", s->compaction_bytes, 17);
     fprintf(f, ",\n  \"remats\": %lld,\n  \"view_remats\": %lld,\n  \"op_calls\": %lld,\n", s->remats, s->view_remats,
             s->op_calls);
-    fprintf(f, "  \"updates_in_backward\": %lld,\n", s->updates_in_backward);
+    fprintf(f, "  \"updates_in_backward\": %lld,\n  \"in_place_calls\": %lld,\n", s->updates_in_backward,
+            s->in_place_calls);
     number(f, "  \"dtr_overhead_seconds\": ", s->dtr_overhead_seconds, 9);
     number(f, ",\n  \"compaction_seconds\": ", s->compaction_seconds, 9);
     fprintf(f, ",\n  \"step_seconds\": [");
@@ -235,6 +236,7 @@ int fmt_stats_read(const char *path, struct fmt_stats *s, char *err, size_t err_
         get_count(&r, "view_remats", &s->view_remats) || get_count(&r, "op_calls", &s->op_calls) ||
         (json_get(r.root, "updates_in_backward") &&
          get_count(&r, "updates_in_backward", &s->updates_in_backward)) ||
+        (json_get(r.root, "in_place_calls") && get_count(&r, "in_place_calls", &s->in_place_calls)) ||
         get_double(&r, "dtr_overhead_seconds", &s->dtr_overhead_seconds) ||
         get_double(&r, "compaction_seconds", &s->compaction_seconds) ||
         get_list(&r, "step_seconds", &s->step_seconds, &s->runs) || get_dims(&r, s) || get_train(&r, s))

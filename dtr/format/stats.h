@@ -3,7 +3,7 @@
  * "heuristic": null unbudgeted), memory (peak, budget, pinned bytes),
  * compute (baseline, total, remat: cost-model units), event counts
  * (evictions, window_evictions, compactions, remats, view_remats,
- * op_calls, updates_in_backward), compaction_bytes, the seconds DTR and compactions took,
+ * op_calls, updates_in_backward, in_place_calls), compaction_bytes, the seconds DTR and compactions took,
  * step_seconds per step, and optionally step_dims (per step, each --dim
  * name's value) and, when training, loss per step and nonfinite_step.
  * Non-finite numbers are written as null. In memory: struct fmt_stats;
@@ -25,6 +25,7 @@ struct fmt_stats {
     double compaction_bytes;
     long long remats, view_remats, op_calls;
     long long updates_in_backward;  /* optional when read: 0 if absent */
+    long long in_place_calls;       /* optional when read: 0 if absent */
     double dtr_overhead_seconds, compaction_seconds;
     int runs;
     double *step_seconds;        /* runs entries */

@@ -62,7 +62,7 @@ class Stats(Structure):
                 ("compactions", c_longlong), ("compaction_bytes", c_double), ("compaction_seconds", c_double),
                 ("remats", c_longlong), ("view_remats", c_longlong), ("op_calls", c_longlong), ("runs", c_int),
                 ("step_seconds", POINTER(c_double)), ("losses", POINTER(c_double)),
-                ("updates_in_backward", c_longlong)]
+                ("updates_in_backward", c_longlong), ("in_place_calls", c_longlong)]
 
 
 def _library_path() -> str:

@@ -563,7 +563,8 @@ class Session:
             out["dealloc"] = self._dealloc or "eager"
         for f in ("peak_bytes", "budget_bytes", "pinned_bytes", "baseline_compute", "total_compute", "remat_compute",
                   "evictions", "window_evictions", "compactions", "compaction_bytes", "remats", "view_remats",
-                  "op_calls", "dtr_overhead_seconds", "compaction_seconds", "runs", "updates_in_backward"):
+                  "op_calls", "dtr_overhead_seconds", "compaction_seconds", "runs", "updates_in_backward",
+                  "in_place_calls"):
             v = getattr(st, f)
             out[f] = int(v) if isinstance(v, int) else float(v)
         out["step_seconds"] = [st.step_seconds[i] for i in range(st.runs)] if st.step_seconds else []
