@@ -253,6 +253,48 @@ static int nll_cpu(struct op_call *c)
     return loss_nll_run(c, &d, c->in[LOSS_IN_SCORES]);
 }
 
+/* log_softmax(x) at each position's target class, exactly as
+ * loss_log_softmax then loss_nll_positions compute it (the same maximum,
+ * the same sum in the same order, the value rounded to x's type), without
+ * the scores' worth of log-probabilities. */
+static void sce_positions(const struct loss_params *p, const struct loss_dims *d, const struct tensor *x,
+                          const struct tensor *target, const struct tensor *weight, double *loss,
+                          double *weight_sum)
+{
+    const int64_t count = d->n * d->d;
+#pragma omp parallel for schedule(static) if (count * d->c >= LOSS_PARALLEL_MIN)
+    for (int64_t i = 0; i < count; i++) {
+        int64_t cls;
+        double w = loss_position_weight(p, target, weight, i, &cls);
+        if (cls < 0) {
+            loss[i] = 0.0;
+            continue;
+        }
+        int64_t n = i / d->d, k = i % d->d;
+        int64_t base = n * d->c * d->d + k;
+        double mx = -INFINITY;
+        for (int64_t c = 0; c < d->c; c++) {
+            double v = loss_load(x, base + c * d->d);
+            if (v > mx)
+                mx = v;
+        }
+        double sum = 0.0;
+        for (int64_t c = 0; c < d->c; c++)
+            sum += exp(loss_load(x, base + c * d->d) - mx);
+        double lse = mx + log(sum);
+        double lp = loss_load(x, base + cls * d->d) - lse;
+        if (x->dtype == ONNX_DTYPE_FLOAT)
+            lp = (double)(float)lp;
+        loss[i] = -lp * w;
+    }
+    double ws = 0.0;
+    for (int64_t i = 0; i < count; i++) {
+        int64_t cls;
+        ws += loss_position_weight(p, target, weight, i, &cls);
+    }
+    *weight_sum = ws;
+}
+
 static int sce_cpu(struct op_call *c)
 {
     struct loss_dims d;
@@ -261,19 +303,25 @@ static int sce_cpu(struct op_call *c)
     const struct tensor *x = c->in[LOSS_IN_SCORES];
     if (loss_targets_check(c, c->params, c->in[LOSS_IN_TARGET], d.c))
         return -1;
-    /* The log-probabilities go straight into the optional output when it is
-     * wanted, else into scratch. */
-    struct tensor lp = *x;
+    /* The log-probabilities go into the optional output when it is wanted;
+     * else each position's target log-probability is computed on its own,
+     * with workspace per position rather than per score (a language model's
+     * logits: the whole [N*T, V] again). The same arithmetic either way. */
     struct tensor *log_prob = c->n_out > 1 ? c->out[1] : NULL;
-    if (log_prob)
-        lp.data = log_prob->data;
-    else if (!(lp.data = rnn_scratch_alloc(c, tensor_size_bytes(x))))
+    if (log_prob) {
+        loss_log_softmax(&d, x, log_prob);
+        return loss_nll_run(c, &d, log_prob);
+    }
+    const struct loss_params *p = c->params;
+    double *loss = rnn_scratch_alloc(c, (size_t)(d.n * d.d) * sizeof(double));
+    if (!loss)
         return -1;
-    loss_log_softmax(&d, x, &lp);
-    int rc = loss_nll_run(c, &d, &lp);
-    if (!log_prob)
-        rnn_scratch_free(c, lp.data);
-    return rc;
+    double weight_sum;
+    sce_positions(p, &d, x, c->in[LOSS_IN_TARGET], loss_input(c, LOSS_IN_WEIGHT), loss, &weight_sum);
+    if (c->n_out > 0 && c->out[0])
+        loss_reduce(p, d.n * d.d, loss, weight_sum, c->out[0]);
+    rnn_scratch_free(c, loss);
+    return 0;
 }
 
 /* ---- gradients -------------------------------------------------------- *
