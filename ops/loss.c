@@ -83,6 +83,33 @@ int loss_targets_check(const struct op_call *call, const struct loss_params *p,
     return 0;
 }
 
+/* The positions' weights summed serially, in index order, for determinism. */
+static double weight_sum_of(const struct loss_params *p, const struct loss_dims *d, const struct tensor *target,
+                            const struct tensor *weight)
+{
+    double ws = 0.0;
+    for (int64_t i = 0; i < d->n * d->d; i++) {
+        int64_t cls;
+        ws += loss_position_weight(p, target, weight, i, &cls);
+    }
+    return ws;
+}
+
+/* log(sum exp) over the classes of the position at `base` (stride d->d). */
+static double row_lse(const struct loss_dims *d, const struct tensor *x, int64_t base)
+{
+    double mx = -INFINITY;
+    for (int64_t c = 0; c < d->c; c++) {
+        double v = loss_load(x, base + c * d->d);
+        if (v > mx)
+            mx = v;
+    }
+    double sum = 0.0;
+    for (int64_t c = 0; c < d->c; c++)
+        sum += exp(loss_load(x, base + c * d->d) - mx);
+    return mx + log(sum);
+}
+
 void loss_nll_positions(const struct loss_params *p, const struct loss_dims *d,
                         const struct tensor *logp, const struct tensor *target,
                         const struct tensor *weight, double *loss, double *weight_sum)
@@ -99,13 +126,7 @@ void loss_nll_positions(const struct loss_params *p, const struct loss_dims *d,
         int64_t n = i / d->d, k = i % d->d;
         loss[i] = -loss_load(logp, (n * d->c + cls) * d->d + k) * w;
     }
-    /* The weights are summed serially, in index order, for determinism. */
-    double ws = 0.0;
-    for (int64_t i = 0; i < count; i++) {
-        int64_t cls;
-        ws += loss_position_weight(p, target, weight, i, &cls);
-    }
-    *weight_sum = ws;
+    *weight_sum = weight_sum_of(p, d, target, weight);
 }
 
 void loss_log_softmax(const struct loss_dims *d, const struct tensor *x, struct tensor *out)
@@ -115,16 +136,7 @@ void loss_log_softmax(const struct loss_dims *d, const struct tensor *x, struct 
     for (int64_t i = 0; i < count; i++) {
         int64_t n = i / d->d, k = i % d->d;
         int64_t base = n * d->c * d->d + k;
-        double mx = -INFINITY;
-        for (int64_t c = 0; c < d->c; c++) {
-            double v = loss_load(x, base + c * d->d);
-            if (v > mx)
-                mx = v;
-        }
-        double sum = 0.0;
-        for (int64_t c = 0; c < d->c; c++)
-            sum += exp(loss_load(x, base + c * d->d) - mx);
-        double lse = mx + log(sum);
+        double lse = row_lse(d, x, base);
         for (int64_t c = 0; c < d->c; c++)
             loss_store(out, base + c * d->d, loss_load(x, base + c * d->d) - lse);
     }
@@ -272,27 +284,12 @@ static void sce_positions(const struct loss_params *p, const struct loss_dims *d
         }
         int64_t n = i / d->d, k = i % d->d;
         int64_t base = n * d->c * d->d + k;
-        double mx = -INFINITY;
-        for (int64_t c = 0; c < d->c; c++) {
-            double v = loss_load(x, base + c * d->d);
-            if (v > mx)
-                mx = v;
-        }
-        double sum = 0.0;
-        for (int64_t c = 0; c < d->c; c++)
-            sum += exp(loss_load(x, base + c * d->d) - mx);
-        double lse = mx + log(sum);
-        double lp = loss_load(x, base + cls * d->d) - lse;
+        double lp = loss_load(x, base + cls * d->d) - row_lse(d, x, base);
         if (x->dtype == ONNX_DTYPE_FLOAT)
             lp = (double)(float)lp;
         loss[i] = -lp * w;
     }
-    double ws = 0.0;
-    for (int64_t i = 0; i < count; i++) {
-        int64_t cls;
-        ws += loss_position_weight(p, target, weight, i, &cls);
-    }
-    *weight_sum = ws;
+    *weight_sum = weight_sum_of(p, d, target, weight);
 }
 
 static int sce_cpu(struct op_call *c)
