@@ -531,7 +531,29 @@ static int gelu_chain(const struct dtrx_session *s, const int *producer, const i
     return 1;
 }
 
-static enum dtrx_status gelu_call(struct dtrx_session *s, const struct rt_call *last, int x, struct rt_call *out)
+/* Dropout of ratio 0 (transformers' and timm's dropout layers set to 0 for
+ * training, exported as Dropout with a Constant ratio of 0): its output is
+ * its input, yet as a call it copies it, and the copy is what the next
+ * MatMul saves while the input is saved too (Softmax's gradient reads its
+ * output). It becomes an Identity, a view of x; only when its mask output
+ * is absent or read by nothing. */
+static int dropout_nothing(const struct dtrx_session *s, const int *producer, int k, int *x)
+{
+    const struct rt_call *c = &s->calls[k];
+    double ratio;
+    if (!is_op(c, "", "Dropout") || c->n_in < 2 || c->in[0] < 0 || c->n_out < 1 || c->out[0] < 0
+        || !const_scalar(s, producer, c->in[1], &ratio) || ratio != 0.0)
+        return 0;
+    for (int i = 1; i < c->n_out; i++)
+        if (c->out[i] >= 0 && (s->values[c->out[i]]->use.consumers || s->values[c->out[i]]->use.is_output))
+            return 0;
+    *x = c->in[0];
+    return 1;
+}
+
+/* A one-input call of op (ONNX domain, at `version`) reading x and writing last's first output. */
+static enum dtrx_status single_call(struct dtrx_session *s, const struct rt_call *last, const char *op, int version,
+                                    int x, struct rt_call *out)
 {
     memset(out, 0, sizeof *out);
     struct onnx_node *n = calloc(1, sizeof *n);
@@ -541,7 +563,7 @@ static enum dtrx_status gelu_call(struct dtrx_session *s, const struct rt_call *
     if (n) {
         n->domain = "";
         n->name = strdup(last->name);
-        n->op_type = strdup("Gelu");
+        n->op_type = strdup(op);
         n->inputs = malloc(sizeof(char *));
         n->outputs = malloc(sizeof(char *));
     }
@@ -552,7 +574,7 @@ static enum dtrx_status gelu_call(struct dtrx_session *s, const struct rt_call *
     n->n_inputs = n->n_outputs = 1;
     n->inputs[0] = (char *)s->values[x]->name;
     n->outputs[0] = (char *)s->values[last->out[0]]->name;
-    out->def = op_registry_find("", "Gelu", 20, &out->version);
+    out->def = op_registry_find("", op, version, &out->version);
     out->node = n;
     out->name = n->name;
     out->origin = "fuse";
@@ -562,18 +584,18 @@ static enum dtrx_status gelu_call(struct dtrx_session *s, const struct rt_call *
     char err[512] = "";
     if (!out->def || (out->def->parse && out->def->parse(n, out->version, &out->params, err, sizeof err))) {
         enum dtrx_status st = rt_fail(DTRX_ERR_INTERNAL, "fusing node '%s': %s", last->name,
-                                      out->def ? err : "no Gelu operator");
+                                      out->def ? err : "no such operator");
         rt_call_clear(out);
         return st;
     }
     return DTRX_OK;
 }
 
-int rt_fuse_train_gelu_count(const struct dtrx_session *s)
+int rt_fuse_train_count(const struct dtrx_session *s, const char *op)
 {
     int n = 0;
     for (int k = 0; k < s->n_calls; k++)
-        n += s->calls[k].origin && !strcmp(s->calls[k].origin, "fuse") && is_op(&s->calls[k], "", "Gelu");
+        n += s->calls[k].origin && !strcmp(s->calls[k].origin, "fuse") && is_op(&s->calls[k], "", op);
     return n;
 }
 
@@ -615,7 +637,14 @@ enum dtrx_status rt_fuse_train(struct dtrx_session *s)
     }
     for (int k = 0; k < n; k++) {
         int x;
-        if (!claimed[k] && gelu_chain(s, producer, reader, k, links[n_chains], &x)) {
+        if (!claimed[k] && dropout_nothing(s, producer, k, &x)) {
+            links[n_chains][0] = links[n_chains][1] = links[n_chains][2] = links[n_chains][3] = -1;
+            links[n_chains][4] = k;
+            claimed[k] = 1;
+            xs[n_chains] = x;
+            gelu_of_last[k] = n_chains;
+            n_chains++;
+        } else if (!claimed[k] && gelu_chain(s, producer, reader, k, links[n_chains], &x)) {
             for (int i = 0; i < 5; i++)
                 claimed[links[n_chains][i]] = 1;
             xs[n_chains] = x;
@@ -635,7 +664,8 @@ enum dtrx_status rt_fuse_train(struct dtrx_session *s)
         goto out;
     }
     for (int a = 0; a < n_chains && !st; a++)
-        st = gelu_call(s, &s->calls[links[a][4]], xs[a], &fused[a]);
+        st = links[a][1] < 0 ? single_call(s, &s->calls[links[a][4]], "Identity", 16, xs[a], &fused[a])
+                             : single_call(s, &s->calls[links[a][4]], "Gelu", 20, xs[a], &fused[a]);
     free(links);
     if (st) {
         for (int a = 0; a < n_chains; a++)

@@ -458,7 +458,8 @@ static const char *tb_const(struct tb *b, const char *name, float v)
 /* x[4,6] -> MatMul -> GELU -> MatMul -> y[4,3]. form 0: the TorchScript
  * exporter's Div/Erf/Add/Mul/Mul (opset 17); form 1: the Gelu op (opset
  * 20); form 2: the decomposed chain with x/sqrt 2 also read by a second
- * Mul (kept unfused: the intermediate is needed). */
+ * Mul (kept unfused: the intermediate is needed); form 3: the Gelu op
+ * followed by a training-mode Dropout of Constant ratio 0 (an Identity). */
 static void model_gelu(const char *path, int form)
 {
     struct tb b = { .rng = 11 };
@@ -466,8 +467,21 @@ static void model_gelu(const char *path, int form)
     tb_input(&b, "x", 2, xd, NULL);
     const char *h = tb_op(&b, "MatMul", "fc1", "x", tb_init(&b, "w1", 2, w1, -1.5f, 1.5f));
     const char *g;
-    if (form == 1) {
+    if (form == 1 || form == 3) {
         g = tb_op(&b, "Gelu", "gelu", h, NULL);
+        if (form == 3) {
+            const char *in[3] = { g, tb_const(&b, "c_ratio", 0.0f), NULL };
+            struct onnx_node *tm = tb_node(&b, "Constant", "c_train", 0, NULL);
+            struct onnx_tensor *t = calloc(1, sizeof *t);
+            uint8_t *d = malloc(1);
+            *d = 1;
+            t->dtype = ONNX_DTYPE_BOOL;
+            t->data = d;
+            t->size_bytes = 1;
+            tm->attrs[tm->n_attrs++] = (struct onnx_attr){ .name = "value", .type = ONNX_ATTR_TENSOR, .t = t };
+            in[2] = tm->outputs[0];
+            g = tb_node(&b, "Dropout", "drop", 3, in)->outputs[0];
+        }
     } else {
         const char *d = tb_op(&b, "Div", "div", h, tb_const(&b, "c_sqrt2", 1.41421353816986083984375f));
         const char *e = tb_op(&b, "Erf", "erf", d, NULL);
@@ -479,7 +493,7 @@ static void model_gelu(const char *path, int form)
     }
     const char *y = tb_op(&b, "MatMul", "fc2", g, tb_init(&b, "w2", 2, w2, -1.0f, 1.0f));
     tb_output(&b, y);
-    tb_opset = form == 1 ? 20 : 17;
+    tb_opset = form == 1 || form == 3 ? 20 : 17;
     tb_save(&b, path);
     tb_opset = 13;
     tb_free(&b);
@@ -509,28 +523,32 @@ static struct dtrx_session *gelu_session(const char *path, size_t budget)
  * read elsewhere stays as it is. */
 START_TEST(test_training_fuses_decomposed_gelu)
 {
-    char paths[3][256];
-    struct dtrx_session *s[4];
-    for (int f = 0; f < 3; f++) {
+    char paths[4][256];
+    struct dtrx_session *s[5];
+    for (int f = 0; f < 4; f++) {
         snprintf(paths[f], sizeof paths[f], "/tmp/dtrx_test_fuse_gelu_%d_%d.onnx", (int)getpid(), f);
         model_gelu(paths[f], f);
         s[f] = gelu_session(paths[f], 0);
     }
+    s[4] = s[3];
     s[3] = gelu_session(paths[0], 4096);   /* budgeted: DTR over the fused call */
     for (int step = 0; step < 3; step++) {
-        double l[4];
-        for (int f = 0; f < 4; f++)
+        double l[5];
+        for (int f = 0; f < 5; f++)
             ck_assert_msg(dtrx_session_train_step(s[f], &l[f]) == DTRX_OK, "form %d: %s", f, dtrx_last_error());
         ck_assert_msg(l[0] == l[1], "step %d: fused loss %.17g, Gelu model %.17g", step, l[0], l[1]);
         ck_assert_msg(l[3] == l[1], "step %d: budgeted fused loss %.17g, Gelu model %.17g", step, l[3], l[1]);
         ck_assert_msg(isfinite(l[2]) && l[2] != l[0], "step %d: the unfused variant computes another function", step);
+        ck_assert_msg(l[4] == l[1], "step %d: Gelu + Dropout(0) loss %.17g, Gelu alone %.17g", step, l[4], l[1]);
     }
-    ck_assert_int_eq(rt_fuse_train_gelu_count(s[0]), 1);
-    ck_assert_int_eq(rt_fuse_train_gelu_count(s[1]), 0);
-    ck_assert_int_eq(rt_fuse_train_gelu_count(s[2]), 0);
-    for (int f = 0; f < 4; f++)
+    ck_assert_int_eq(rt_fuse_train_count(s[0], "Gelu"), 1);
+    ck_assert_int_eq(rt_fuse_train_count(s[1], "Gelu"), 0);
+    ck_assert_int_eq(rt_fuse_train_count(s[2], "Gelu"), 0);
+    ck_assert_int_eq(rt_fuse_train_count(s[4], "Identity"), 1);
+    ck_assert_int_eq(rt_fuse_train_count(s[0], "Identity"), 0);
+    for (int f = 0; f < 5; f++)
         dtrx_session_destroy(s[f]);
-    for (int f = 0; f < 3; f++)
+    for (int f = 0; f < 4; f++)
         unlink(paths[f]);
 }
 END_TEST
