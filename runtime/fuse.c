@@ -437,3 +437,266 @@ out:
     free(calls);
     return st;
 }
+
+/* ---- training: the exporter's decomposed GELU --------------------------------
+ *
+ * PyTorch's TorchScript exporter writes nn.GELU (erf form) at opsets below 20
+ * as Div(x, sqrt 2) -> Erf -> Add(., 1) -> Mul(x, .) -> Mul(., 0.5). Taped as
+ * five calls, the backward pass keeps x, x/sqrt 2 (Erf's gradient) and
+ * erf(.)+1 (Mul's) alive through the whole forward pass, where PyTorch's
+ * GELU saves x alone. The chain becomes one Gelu call (ops/unary.c; its
+ * gradient reads x only), computing the same function. Only when each
+ * intermediate is read by the next link alone, is no graph output, and the
+ * constants are Constant nodes' scalars with exactly those values (within
+ * float rounding of sqrt 2). */
+
+/* The float scalar a Constant call writes into value v; 0 when v is not one. */
+static int const_scalar(const struct dtrx_session *s, const int *producer, int v, double *out)
+{
+    if (v < 0 || producer[v] < 0)
+        return 0;
+    const struct rt_call *c = &s->calls[producer[v]];
+    if (!c->node || !is_op(c, "", "Constant"))
+        return 0;
+    for (int i = 0; i < c->node->n_attrs; i++) {
+        const struct onnx_attr *a = &c->node->attrs[i];
+        if (!strcmp(a->name, "value_float")) {
+            *out = a->f;
+            return 1;
+        }
+        if (strcmp(a->name, "value") || !a->t || onnx_tensor_numel(a->t) != 1 || !a->t->data)
+            continue;
+        if (a->t->dtype == ONNX_DTYPE_FLOAT) {
+            float f;
+            memcpy(&f, a->t->data, sizeof f);
+            *out = f;
+            return 1;
+        }
+        if (a->t->dtype == ONNX_DTYPE_DOUBLE) {
+            memcpy(out, a->t->data, sizeof *out);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The single model call reading value v (and it no graph output), or -1. */
+static int sole_reader(const struct dtrx_session *s, const int *reader, int v)
+{
+    if (v < 0 || s->values[v]->use.is_output || s->values[v]->use.consumers != 1)
+        return -1;
+    return reader[v];
+}
+
+/* The other input of a two-input call than value v, -1 when v is not one of them. */
+static int other_input(const struct rt_call *c, int v)
+{
+    if (c->n_in != 2)
+        return -1;
+    return c->in[0] == v ? c->in[1] : c->in[1] == v ? c->in[0] : -1;
+}
+
+static int near(double a, double b) { return a > b - 1e-6 * b && a < b + 1e-6 * b; }
+
+/* The chain ending calls[k] = Div: fills links[5] (Div, Erf, Add, Mul, Mul) and *x. */
+static int gelu_chain(const struct dtrx_session *s, const int *producer, const int *reader, int k,
+                      int links[5], int *x)
+{
+    const struct rt_call *div = &s->calls[k];
+    double c;
+    if (!is_op(div, "", "Div") || div->n_in != 2 || div->n_out != 1 || div->in[0] < 0
+        || !const_scalar(s, producer, div->in[1], &c) || !near(c, 1.4142135623730951))
+        return 0;
+    *x = div->in[0];
+    int erf = sole_reader(s, reader, div->out[0]);
+    if (erf < 0 || !is_op(&s->calls[erf], "", "Erf") || s->calls[erf].n_out != 1)
+        return 0;
+    int add = sole_reader(s, reader, s->calls[erf].out[0]);
+    if (add < 0 || !is_op(&s->calls[add], "", "Add") || s->calls[add].n_out != 1
+        || !const_scalar(s, producer, other_input(&s->calls[add], s->calls[erf].out[0]), &c) || c != 1.0)
+        return 0;
+    int mul = sole_reader(s, reader, s->calls[add].out[0]);
+    if (mul < 0 || !is_op(&s->calls[mul], "", "Mul") || s->calls[mul].n_out != 1
+        || other_input(&s->calls[mul], s->calls[add].out[0]) != *x)
+        return 0;
+    int half = sole_reader(s, reader, s->calls[mul].out[0]);
+    if (half < 0 || !is_op(&s->calls[half], "", "Mul") || s->calls[half].n_out != 1
+        || !const_scalar(s, producer, other_input(&s->calls[half], s->calls[mul].out[0]), &c) || c != 0.5)
+        return 0;
+    links[0] = k, links[1] = erf, links[2] = add, links[3] = mul, links[4] = half;
+    /* Calls run in order: every link after the previous one, x before the Div. */
+    for (int i = 1; i < 5; i++)
+        if (links[i] <= links[i - 1])
+            return 0;
+    return 1;
+}
+
+/* Dropout of ratio 0 (transformers' and timm's dropout layers set to 0 for
+ * training, exported as Dropout with a Constant ratio of 0): its output is
+ * its input, yet as a call it copies it, and the copy is what the next
+ * MatMul saves while the input is saved too (Softmax's gradient reads its
+ * output). It becomes an Identity, a view of x; only when its mask output
+ * is absent or read by nothing. */
+static int dropout_nothing(const struct dtrx_session *s, const int *producer, int k, int *x)
+{
+    const struct rt_call *c = &s->calls[k];
+    double ratio;
+    if (!is_op(c, "", "Dropout") || c->n_in < 2 || c->in[0] < 0 || c->n_out < 1 || c->out[0] < 0
+        || !const_scalar(s, producer, c->in[1], &ratio) || ratio != 0.0)
+        return 0;
+    for (int i = 1; i < c->n_out; i++)
+        if (c->out[i] >= 0 && (s->values[c->out[i]]->use.consumers || s->values[c->out[i]]->use.is_output))
+            return 0;
+    *x = c->in[0];
+    return 1;
+}
+
+/* A one-input call of op (ONNX domain, at `version`) reading x and writing last's first output. */
+static enum dtrx_status single_call(struct dtrx_session *s, const struct rt_call *last, const char *op, int version,
+                                    int x, struct rt_call *out)
+{
+    memset(out, 0, sizeof *out);
+    struct onnx_node *n = calloc(1, sizeof *n);
+    out->emitted = n;
+    out->in = malloc(sizeof(int));
+    out->out = malloc(sizeof(int));
+    if (n) {
+        n->domain = "";
+        n->name = strdup(last->name);
+        n->op_type = strdup(op);
+        n->inputs = malloc(sizeof(char *));
+        n->outputs = malloc(sizeof(char *));
+    }
+    if (!n || !n->name || !n->op_type || !n->inputs || !n->outputs || !out->in || !out->out) {
+        rt_call_clear(out);
+        return rt_fail(DTRX_ERR_BUDGET, "out of host memory fusing node '%s'", last->name);
+    }
+    n->n_inputs = n->n_outputs = 1;
+    n->inputs[0] = (char *)s->values[x]->name;
+    n->outputs[0] = (char *)s->values[last->out[0]]->name;
+    out->def = op_registry_find("", op, version, &out->version);
+    out->node = n;
+    out->name = n->name;
+    out->origin = "fuse";
+    out->n_in = out->n_out = 1;
+    out->in[0] = x;
+    out->out[0] = last->out[0];
+    char err[512] = "";
+    if (!out->def || (out->def->parse && out->def->parse(n, out->version, &out->params, err, sizeof err))) {
+        enum dtrx_status st = rt_fail(DTRX_ERR_INTERNAL, "fusing node '%s': %s", last->name,
+                                      out->def ? err : "no such operator");
+        rt_call_clear(out);
+        return st;
+    }
+    return DTRX_OK;
+}
+
+int rt_fuse_train_count(const struct dtrx_session *s, const char *op)
+{
+    int n = 0;
+    for (int k = 0; k < s->n_calls; k++)
+        n += s->calls[k].origin && !strcmp(s->calls[k].origin, "fuse") && is_op(&s->calls[k], "", op);
+    return n;
+}
+
+enum dtrx_status rt_fuse_train(struct dtrx_session *s)
+{
+    /* Before the first taped step only: the tape points into s->calls, and a
+     * plan's schedule is by call index. */
+    if (s->n_tape || s->plan || !rt_device_on_host(s))
+        return DTRX_OK;
+    int n = s->n_calls;
+    int *producer = malloc(sizeof(int) * ((size_t)s->n_values + 1));
+    int *reader = malloc(sizeof(int) * ((size_t)s->n_values + 1));
+    int *gelu_of_last = malloc(sizeof(int) * ((size_t)n + 1));
+    int *xs = malloc(sizeof(int) * ((size_t)n + 1));
+    uint8_t *claimed = calloc((size_t)n + 1, 1);
+    struct rt_call *fused = NULL, *calls = NULL;
+    enum dtrx_status st = DTRX_OK;
+    if (!producer || !reader || !gelu_of_last || !xs || !claimed) {
+        st = rt_fail(DTRX_ERR_BUDGET, "out of host memory optimizing the graph");
+        goto out;
+    }
+    for (int v = 0; v < s->n_values; v++)
+        producer[v] = reader[v] = -1;
+    for (int k = 0; k < n; k++) {
+        const struct rt_call *c = &s->calls[k];
+        gelu_of_last[k] = -1;
+        for (int i = 0; i < c->n_out; i++)
+            if (c->out[i] >= 0)
+                producer[c->out[i]] = k;
+        for (int i = 0; i < c->n_in; i++)
+            if (c->in[i] >= 0)
+                reader[c->in[i]] = k;
+    }
+    int n_chains = 0;
+    int (*links)[5] = malloc(sizeof *links * ((size_t)n + 1));
+    if (!links) {
+        st = rt_fail(DTRX_ERR_BUDGET, "out of host memory optimizing the graph");
+        goto out;
+    }
+    for (int k = 0; k < n; k++) {
+        int x;
+        if (!claimed[k] && dropout_nothing(s, producer, k, &x)) {
+            links[n_chains][0] = links[n_chains][1] = links[n_chains][2] = links[n_chains][3] = -1;
+            links[n_chains][4] = k;
+            claimed[k] = 1;
+            xs[n_chains] = x;
+            gelu_of_last[k] = n_chains;
+            n_chains++;
+        } else if (!claimed[k] && gelu_chain(s, producer, reader, k, links[n_chains], &x)) {
+            for (int i = 0; i < 5; i++)
+                claimed[links[n_chains][i]] = 1;
+            xs[n_chains] = x;
+            gelu_of_last[links[n_chains][4]] = n_chains;
+            n_chains++;
+        }
+    }
+    if (!n_chains) {
+        free(links);
+        goto out;
+    }
+    fused = calloc((size_t)n_chains, sizeof *fused);
+    calls = calloc((size_t)n + 1, sizeof *calls);
+    if (!fused || !calls) {
+        free(links);
+        st = rt_fail(DTRX_ERR_BUDGET, "out of host memory optimizing the graph");
+        goto out;
+    }
+    for (int a = 0; a < n_chains && !st; a++)
+        st = links[a][1] < 0 ? single_call(s, &s->calls[links[a][4]], "Identity", 16, xs[a], &fused[a])
+                             : single_call(s, &s->calls[links[a][4]], "Gelu", 20, xs[a], &fused[a]);
+    free(links);
+    if (st) {
+        for (int a = 0; a < n_chains; a++)
+            rt_call_clear(&fused[a]);
+        goto out;
+    }
+    int m = 0;
+    for (int k = 0; k < n; k++) {
+        if (!claimed[k]) {
+            calls[m++] = s->calls[k];
+            continue;
+        }
+        count_inputs(s, &s->calls[k], -1);
+        rt_call_clear(&s->calls[k]);
+        if (gelu_of_last[k] >= 0) {
+            calls[m] = fused[gelu_of_last[k]];
+            count_inputs(s, &calls[m], +1);
+            m++;
+        }
+    }
+    free(s->calls);
+    s->calls = calls;
+    s->n_calls = m;
+    calls = NULL;
+out:
+    free(producer);
+    free(reader);
+    free(gelu_of_last);
+    free(xs);
+    free(claimed);
+    free(fused);
+    free(calls);
+    return st;
+}

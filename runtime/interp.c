@@ -103,6 +103,12 @@ enum dtrx_status rt_forward(struct dtrx_session *s, int training)
     /* Calls and values a previous run instantiated from subgraphs go first. */
     if (!training)
         rt_emitted_free(s);
+    /* Training: the exporter's decomposed GELU as one call (fuse.c). */
+    if (training) {
+        enum dtrx_status fst = rt_fuse_train(s);
+        if (fst)
+            return fst;
+    }
     for (int i = 0; i < s->n_inputs; i++)
         if (!s->values[s->input_values[i]]->mem.storage && !s->input_set[i])
             return rt_fail(DTRX_ERR_INPUT, "graph input '%s' has no value (give it with --input)",

@@ -14,6 +14,7 @@
 
 #include "onnx/onnx.h"
 #include "runtime/dtrexec.h"
+#include "runtime/fuse.h"
 #include "runtime/session.h"
 
 /* ---- a tiny model builder over the onnx/ IR ------------------------------------ */
@@ -158,6 +159,8 @@ static void tb_output(struct tb *b, const char *name)
     v->rank = -1;
 }
 
+static int tb_opset = 13;
+
 static void tb_save(struct tb *b, const char *path)
 {
     struct onnx_graph g = {
@@ -165,7 +168,7 @@ static void tb_save(struct tb *b, const char *path)
         .initializers = b->inits, .n_inputs = b->n_inputs, .inputs = b->inputs, .n_outputs = b->n_outputs,
         .outputs = b->outputs,
     };
-    struct onnx_opset opset = { .domain = "", .version = 13 };
+    struct onnx_opset opset = { .domain = "", .version = tb_opset };
     struct onnx_model m = { .ir_version = 7, .producer_name = "test_fuse", .n_opsets = 1, .opsets = &opset,
                             .graph = &g };
     char err[512] = "";
@@ -179,8 +182,13 @@ static void tb_free(struct tb *b)
         free(b->inits[i].data);
     for (int i = 0; i < b->n_nodes; i++) {
         struct onnx_node *n = &b->nodes[i];
-        for (int k = 0; k < n->n_attrs; k++)
+        for (int k = 0; k < n->n_attrs; k++) {
             free(n->attrs[k].ints);
+            if (n->attrs[k].t) {
+                free(n->attrs[k].t->data);
+                free(n->attrs[k].t);
+            }
+        }
         free(n->attrs);
         free(n->inputs);
         free(n->outputs);
@@ -430,6 +438,121 @@ START_TEST(test_training_and_budget_never_fused)
 }
 END_TEST
 
+
+/* ---- training: the exporter's decomposed GELU ----------------------------------- */
+
+/* A Constant node holding the float scalar v. */
+static const char *tb_const(struct tb *b, const char *name, float v)
+{
+    struct onnx_node *n = tb_node(b, "Constant", name, 0, NULL);
+    struct onnx_tensor *t = calloc(1, sizeof *t);
+    float *d = malloc(sizeof *d);
+    *d = v;
+    t->dtype = ONNX_DTYPE_FLOAT;
+    t->data = d;
+    t->size_bytes = sizeof *d;
+    n->attrs[n->n_attrs++] = (struct onnx_attr){ .name = "value", .type = ONNX_ATTR_TENSOR, .t = t };
+    return n->outputs[0];
+}
+
+/* x[4,6] -> MatMul -> GELU -> MatMul -> y[4,3]. form 0: the TorchScript
+ * exporter's Div/Erf/Add/Mul/Mul (opset 17); form 1: the Gelu op (opset
+ * 20); form 2: the decomposed chain with x/sqrt 2 also read by a second
+ * Mul (kept unfused: the intermediate is needed); form 3: the Gelu op
+ * followed by a training-mode Dropout of Constant ratio 0 (an Identity). */
+static void model_gelu(const char *path, int form)
+{
+    struct tb b = { .rng = 11 };
+    int64_t xd[2] = { 4, 6 }, w1[2] = { 6, 8 }, w2[2] = { 8, 3 };
+    tb_input(&b, "x", 2, xd, NULL);
+    const char *h = tb_op(&b, "MatMul", "fc1", "x", tb_init(&b, "w1", 2, w1, -1.5f, 1.5f));
+    const char *g;
+    if (form == 1 || form == 3) {
+        g = tb_op(&b, "Gelu", "gelu", h, NULL);
+        if (form == 3) {
+            const char *in[3] = { g, tb_const(&b, "c_ratio", 0.0f), NULL };
+            struct onnx_node *tm = tb_node(&b, "Constant", "c_train", 0, NULL);
+            struct onnx_tensor *t = calloc(1, sizeof *t);
+            uint8_t *d = malloc(1);
+            *d = 1;
+            t->dtype = ONNX_DTYPE_BOOL;
+            t->data = d;
+            t->size_bytes = 1;
+            tm->attrs[tm->n_attrs++] = (struct onnx_attr){ .name = "value", .type = ONNX_ATTR_TENSOR, .t = t };
+            in[2] = tm->outputs[0];
+            g = tb_node(&b, "Dropout", "drop", 3, in)->outputs[0];
+        }
+    } else {
+        const char *d = tb_op(&b, "Div", "div", h, tb_const(&b, "c_sqrt2", 1.41421353816986083984375f));
+        const char *e = tb_op(&b, "Erf", "erf", d, NULL);
+        const char *a = tb_op(&b, "Add", "add", e, tb_const(&b, "c_one", 1.0f));
+        const char *m = tb_op(&b, "Mul", "mul", h, a);
+        g = tb_op(&b, "Mul", "half", m, tb_const(&b, "c_half", 0.5f));
+        if (form == 2)
+            g = tb_op(&b, "Add", "extra", g, tb_op(&b, "Mul", "sq", d, d));
+    }
+    const char *y = tb_op(&b, "MatMul", "fc2", g, tb_init(&b, "w2", 2, w2, -1.0f, 1.0f));
+    tb_output(&b, y);
+    tb_opset = form == 1 || form == 3 ? 20 : 17;
+    tb_save(&b, path);
+    tb_opset = 13;
+    tb_free(&b);
+}
+
+static struct dtrx_session *gelu_session(const char *path, size_t budget)
+{
+    struct dtrx_options o;
+    dtrx_options_init(&o);
+    o.threads = 1;
+    o.seed = 7;
+    o.budget_bytes = budget;
+    struct dtrx_session *s = NULL;
+    ck_assert_msg(dtrx_session_create(path, &o, &s) == DTRX_OK, "%s", dtrx_last_error());
+    ck_assert(dtrx_session_fill_inputs(s) == DTRX_OK);
+    struct dtrx_train_options to;
+    dtrx_train_options_init(&to);
+    to.lr = 0.05f;
+    ck_assert_msg(dtrx_session_train_begin(s, &to) == DTRX_OK, "%s", dtrx_last_error());
+    return s;
+}
+
+/* Training rewrites the decomposed chain into one Gelu call: the losses of
+ * three steps (so the gradients and updates too) are those of the model
+ * written with the Gelu op, bit for bit; the decomposed chain itself trains
+ * to the same losses within float rounding; a chain whose intermediate is
+ * read elsewhere stays as it is. */
+START_TEST(test_training_fuses_decomposed_gelu)
+{
+    char paths[4][256];
+    struct dtrx_session *s[5];
+    for (int f = 0; f < 4; f++) {
+        snprintf(paths[f], sizeof paths[f], "/tmp/dtrx_test_fuse_gelu_%d_%d.onnx", (int)getpid(), f);
+        model_gelu(paths[f], f);
+        s[f] = gelu_session(paths[f], 0);
+    }
+    s[4] = s[3];
+    s[3] = gelu_session(paths[0], 4096);   /* budgeted: DTR over the fused call */
+    for (int step = 0; step < 3; step++) {
+        double l[5];
+        for (int f = 0; f < 5; f++)
+            ck_assert_msg(dtrx_session_train_step(s[f], &l[f]) == DTRX_OK, "form %d: %s", f, dtrx_last_error());
+        ck_assert_msg(l[0] == l[1], "step %d: fused loss %.17g, Gelu model %.17g", step, l[0], l[1]);
+        ck_assert_msg(l[3] == l[1], "step %d: budgeted fused loss %.17g, Gelu model %.17g", step, l[3], l[1]);
+        ck_assert_msg(isfinite(l[2]) && l[2] != l[0], "step %d: the unfused variant computes another function", step);
+        ck_assert_msg(l[4] == l[1], "step %d: Gelu + Dropout(0) loss %.17g, Gelu alone %.17g", step, l[4], l[1]);
+    }
+    ck_assert_int_eq(rt_fuse_train_count(s[0], "Gelu"), 1);
+    ck_assert_int_eq(rt_fuse_train_count(s[1], "Gelu"), 0);
+    ck_assert_int_eq(rt_fuse_train_count(s[2], "Gelu"), 0);
+    ck_assert_int_eq(rt_fuse_train_count(s[4], "Identity"), 1);
+    ck_assert_int_eq(rt_fuse_train_count(s[0], "Identity"), 0);
+    for (int f = 0; f < 5; f++)
+        dtrx_session_destroy(s[f]);
+    for (int f = 0; f < 4; f++)
+        unlink(paths[f]);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("fuse");
@@ -439,6 +562,7 @@ int main(void)
     tcase_add_test(tc, test_fused_1d_and_3d_match_unfused);
     tcase_add_test(tc, test_fused_new_batch);
     tcase_add_test(tc, test_training_and_budget_never_fused);
+    tcase_add_test(tc, test_training_fuses_decomposed_gelu);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
