@@ -5,7 +5,8 @@
  * any compression and photometric libtiff knows), WebP (libwebp; still
  * images) and JPEG 2000 (openjpeg; JP2 files and raw J2K codestreams, up to
  * 16-bit components, no subsampled ones). Each library's errors become the
- * message; none of them prints anything. */
+ * message; none of them prints anything. Each library is opened on the first
+ * image of its format (ops/syslib.h); a missing one is the decode's error. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include <webp/decode.h>
 
 #include "ops/image-impl.h"
+#include "ops/syslib.h"
 
 static int side_ok(int64_t w, int64_t h) { return w >= 1 && h >= 1 && w <= IMAGE_MAX_SIDE && h <= IMAGE_MAX_SIDE; }
 
@@ -50,6 +52,8 @@ static int jpeg_match(const uint8_t *b, size_t n) { return n >= 3 && b[0] == 0xF
 /* Reads the header, and with rgb non-NULL the pixels. */
 static int jpeg_read(const uint8_t *b, size_t n, int64_t *w, int64_t *h, uint8_t *rgb, char *err, size_t es)
 {
+    if (syslib_open(SYSLIB_JPEG, err, es))
+        return -1;
     struct jpeg_decompress_struct cinfo;
     struct jpeg_fail fail;
     cinfo.err = jpeg_std_error(&fail.mgr);
@@ -125,6 +129,8 @@ static int pngc_match(const uint8_t *b, size_t n) { return n >= 8 && !memcmp(b, 
 
 static int pngc_read(const uint8_t *b, size_t n, int64_t *w, int64_t *h, uint8_t *rgb, char *err, size_t es)
 {
+    if (syslib_open(SYSLIB_PNG, err, es))
+        return -1;
     struct png_mem m = { b, n, 0, "" };
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &m, pm_on_error, pm_on_warning);
     png_infop info = png ? png_create_info_struct(png) : NULL;
@@ -252,6 +258,8 @@ static TIFF *tiff_open(struct tiff_mem *m)
 
 static int tiff_read(const uint8_t *b, size_t n, int64_t *w, int64_t *h, uint8_t *rgb, char *err, size_t es)
 {
+    if (syslib_open(SYSLIB_TIFF, err, es))
+        return -1;
     struct tiff_mem m = { b, n, 0, err, es, 0 };
     TIFF *t = tiff_open(&m);
     if (!t)
@@ -301,6 +309,8 @@ static int webp_match(const uint8_t *b, size_t n) { return n >= 12 && !memcmp(b,
 
 static int webp_read(const uint8_t *b, size_t n, int64_t *w, int64_t *h, uint8_t *rgb, char *err, size_t es)
 {
+    if (syslib_open(SYSLIB_WEBP, err, es))
+        return -1;
     int iw = 0, ih = 0;
     if (!WebPGetInfo(b, n, &iw, &ih))
         return image_error(err, es, "WebP: the stream is not a still WebP image libwebp can read");
@@ -394,6 +404,8 @@ static uint8_t jp2_sample(const opj_image_comp_t *c, size_t i)
 
 static int jp2_read(const uint8_t *b, size_t n, int64_t *w, int64_t *h, uint8_t *rgb, char *err, size_t es)
 {
+    if (syslib_open(SYSLIB_OPENJP2, err, es))
+        return -1;
     struct jp2_mem m = { b, n, 0, err, es, 0 };
     opj_codec_t *codec = opj_create_decompress(b[0] == 0xFF ? OPJ_CODEC_J2K : OPJ_CODEC_JP2);
     opj_stream_t *s = opj_stream_default_create(OPJ_TRUE);

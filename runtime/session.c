@@ -5,6 +5,7 @@
 #include <string.h>
 #include <cblas.h>
 
+#include "ops/syslib.h"
 #include "runtime/arena.h"
 #include "runtime/budget.h"
 #include "runtime/control.h"
@@ -114,6 +115,11 @@ enum dtrx_status dtrx_session_create(const char *model_path, const struct dtrx_o
         s->opts.device = "cpu";
     if (s->opts.threads <= 0)
         s->opts.threads = omp_get_num_procs();
+    char lib_err[600];
+    if (syslib_open_kernels(lib_err, sizeof lib_err)) {
+        free(s);
+        return rt_fail(DTRX_ERR_INTERNAL, "%s", lib_err);
+    }
     set_threads(s->opts.threads);
 
     dtr_config_default(&s->budget.config);
