@@ -25,18 +25,11 @@
 #include "runtime/device.h"
 #include "runtime/memory.h"
 #include "runtime/session.h"
+#include "runtime/exec.h"
 #include "runtime/status.h"
+#include "runtime/verify.h"
 
 #define BUDGET_MAX_WINDOW 4096
-
-static uint64_t hash_bytes(const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; b && i < n; i++)   /* NULL: a host copy could not be had */
-        h = (h ^ b[i]) * 1099511628211ull;
-    return h;
-}
 
 static int grow_slots(struct rt_budget *b, dtr_storage s)
 {
@@ -54,14 +47,11 @@ static int grow_slots(struct rt_budget *b, dtr_storage s)
     uint8_t *owned = scratch ? realloc(b->owned, cap) : NULL;
     if (owned)
         b->owned = owned;
-    uint64_t *hash = owned ? realloc(b->hash, sizeof *hash * cap) : NULL;
-    if (!hash)
+    if (!owned)
         return -1;
-    b->hash = hash;
     memset(b->ptr + b->capacity, 0, sizeof *b->ptr * (cap - b->capacity));
     memset(b->scratch + b->capacity, 0, sizeof *b->scratch * (cap - b->capacity));
     memset(b->owned + b->capacity, 0, cap - b->capacity);
-    memset(b->hash + b->capacity, 0, sizeof *b->hash * (cap - b->capacity));
     b->capacity = cap;
     return 0;
 }
@@ -263,44 +253,6 @@ static void *tensor_data(const struct dtrx_session *s, dtr_tensor t, int output)
     return output && b->scratch[st] ? b->scratch[st] : b->ptr[st];
 }
 
-/* With verification on, every output's bytes are hashed when first
- * computed and compared when recomputed: a recomputation that differs by a
- * single bit is an error naming the operator. */
-static enum dtrx_status verify_outputs(struct dtrx_session *s, struct rt_call *c, int rematerialize)
-{
-    struct rt_budget *b = &s->budget;
-    /* Inputs that were computed in this step must still hold their bytes
-     * (persistent inputs may change in place: running statistics). */
-    for (int i = 0; i < c->n_in; i++) {
-        if (c->in[i] < 0 || s->values[c->in[i]]->mem.storage || (c->in_place && i == 0))
-            continue;   /* an in-place call's input 0 is its output now */
-        struct rt_value *v = s->values[c->in[i]];
-        dtr_storage st = dtr_tensor_storage(b->dtr, v->mem.dt);
-        if (st < b->capacity && b->hash[st] && b->hash[st] != hash_bytes(rt_host_view(s, v->t.data, tensor_size_bytes(&v->t)), tensor_size_bytes(&v->t)))
-            return rt_fail(DTRX_ERR_INTERNAL, "input '%s' of node '%s' no longer holds the bytes it was computed with",
-                           v->name, c->name);
-    }
-    for (int i = 0; i < c->n_out; i++) {
-        if (c->out[i] < 0 || (c->def->alias && i == 0))
-            continue;
-        struct rt_value *v = s->values[c->out[i]];
-        dtr_storage st = dtr_tensor_storage(b->dtr, v->mem.dt);
-        if (grow_slots(b, st))
-            return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
-        uint64_t h = hash_bytes(rt_host_view(s, v->t.data, tensor_size_bytes(&v->t)), tensor_size_bytes(&v->t));
-        if (!rematerialize) {
-            b->hash[st] = h;
-        } else if (b->hash[st] != h) {
-            s->budget.verify_failures++;
-            return rt_fail(DTRX_ERR_INTERNAL,
-                           "recomputing '%s' (output %d of node '%s', %s) gave different bytes than its first "
-                           "execution: the kernel is not deterministic",
-                           v->name, i, c->name, c->def->name);
-        }
-    }
-    return DTRX_OK;
-}
-
 static void *workspace_alloc(struct dtrx_session *s, size_t bytes);
 
 static int reserve_workspace(struct dtrx_session *s, size_t bytes)
@@ -368,8 +320,9 @@ static int compute_call(void *ctx, dtr_op op, void *closure, int rematerialize)
     s->env.recomputing = 0;
     if (!rematerialize && !st)
         c->measured_seconds = rt_kernel_timer_end(s, t0);
-    if (!st && s->budget.verify) {
-        st = verify_outputs(s, c, rematerialize);
+    if (!st) {
+        /* the call hooks that watch every execution (--verify-remat) */
+        st = rt_call_computed(s, c, rematerialize);
         if (st)
             s->budget.failure = st;
     }
@@ -401,13 +354,7 @@ static enum dtrx_status register_constant(struct dtrx_session *s, struct rt_valu
     b->adopt = NULL;
     if (st)
         return rt_fail(DTRX_ERR_INTERNAL, "dtr: %s", dtr_error(b->dtr));
-    if (b->verify) {
-        dtr_storage sto = dtr_tensor_storage(b->dtr, v->mem.dt);
-        if (grow_slots(b, sto))
-            return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
-        b->hash[sto] = hash_bytes(rt_host_view(s, v->mem.storage->data, tensor_size_bytes(&v->t)), tensor_size_bytes(&v->t));
-    }
-    return DTRX_OK;
+    return rt_verify_constant(s, v);
 }
 
 enum dtrx_status rt_budget_register(struct dtrx_session *s, struct rt_value *v)
@@ -429,6 +376,7 @@ enum dtrx_status rt_budget_begin(struct dtrx_session *s)
     if (!b->dtr)
         return rt_fail(DTRX_ERR_BUDGET, "out of host memory starting DTR");
     s->memory = &rt_memory_dtr;
+    rt_verify_begin(s);
     for (int i = 0; i < s->n_values; i++) {
         struct rt_value *v = s->values[i];
         v->mem.dt = DTR_NONE;
@@ -458,8 +406,8 @@ void rt_budget_end(struct dtrx_session *s)
             arena_free(&s->arena, b->ptr[st]);
         b->ptr[st] = b->scratch[st] = NULL;
         b->owned[st] = 0;
-        b->hash[st] = 0;
     }
+    rt_verify_end(s);
     dtr_destroy(b->dtr);
     b->dtr = NULL;
     s->memory = &rt_memory_plain;
@@ -478,7 +426,7 @@ void rt_budget_free(struct dtrx_session *s)
     free(s->budget.ptr);
     free(s->budget.scratch);
     free(s->budget.owned);
-    free(s->budget.hash);
+    rt_verify_free(s);
     free(s->budget.window);
     s->budget.ptr = s->budget.scratch = s->budget.window = NULL;
     s->budget.owned = NULL;

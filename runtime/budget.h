@@ -24,10 +24,7 @@ struct rt_budget {
     void **ptr;                    /* per storage: its buffer */
     void **scratch;                /* per storage: a recomputation's scratch output */
     uint8_t *owned;                /* 1 when the bridge allocated ptr (0: adopted) */
-    uint64_t *hash;                /* per storage: hash of its first computation (verify) */
-    int verify;                    /* check recomputations bit for bit */
     int measured_costs;            /* DTR costs from measured kernel times instead of FLOPs */
-    long long verify_failures;
     void *adopt;                   /* the block the next constant adopts */
     int constant_pending;          /* the next allocation is a step constant: place it high */
     void **window;                 /* owners of an eviction window */

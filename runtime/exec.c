@@ -45,3 +45,14 @@ enum dtrx_status rt_call_exec(struct dtrx_session *s, struct rt_call *c)
             s->hooks[k]->after(s, c);
     return DTRX_OK;
 }
+
+enum dtrx_status rt_call_computed(struct dtrx_session *s, const struct rt_call *c, int recomputed)
+{
+    for (int k = 0; k < RT_HOOK_SLOTS; k++)
+        if (s->hooks[k] && s->hooks[k]->computed) {
+            enum dtrx_status st = s->hooks[k]->computed(s, c, recomputed);
+            if (st)
+                return st;
+        }
+    return DTRX_OK;
+}

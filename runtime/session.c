@@ -134,7 +134,7 @@ enum dtrx_status dtrx_session_create(const char *model_path, const struct dtrx_o
         return bad;
     }
     s->budget.config.remat_limit = -1;
-    s->budget.verify = s->opts.verify_remat;
+    s->verify.on = s->opts.verify_remat;
     s->budget.measured_costs = s->opts.measured_costs;
     if (s->opts.budget_bytes && s->opts.budget_bytes < 4096) {
         enum dtrx_status st = rt_fail(DTRX_ERR_BUDGET, "a budget of %zu bytes cannot hold any model", s->opts.budget_bytes);

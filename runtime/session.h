@@ -30,6 +30,7 @@
 #include "runtime/stepnames.h"
 #include "runtime/train.h"
 #include "runtime/value.h"
+#include "runtime/verify.h"
 
 struct rt_dim_binding {
     char *name;
@@ -73,6 +74,7 @@ struct dtrx_session {
 
     struct rt_train train;
     struct rt_budget budget;
+    struct rt_verify verify;       /* --verify-remat (verify.c) */
     struct rt_recorder *recorder;
     struct rt_step_names step_names;
     struct rt_scope main_scope;    /* the main graph's names, kept for subgraphs' outer references */
