@@ -14,6 +14,7 @@
  *   run.c                               one forward-pass call, the tape
  *   exec.c                              the call executor: hooks (hooks.h)
  *                                       around the memory's exec
+ *   verify.c                            the --verify-remat hook
  *   budget.c (DTR), memory_plain.c      value memory behind memory.h
  *   values.c, trace.c, call.c           value lifetime, op log, the closure
  *   device.c, arena*.c, params.c, clock.c, status.c, names.c   leaves */
