@@ -10,6 +10,8 @@
  *   export.c -> train.c                 the recorder; training (finite.c,
  *                                       planned.c -> stepnames.c)
  *   interp.c, control.c, fuse.c         the interpreter, control flow, fusion
+ *   control_{loop,seq,flex}.c           If/Loop/Scan, sequences, FlexAttention
+ *   control_util.c                      their calls and subgraph instances
  *   emit.c, plan.c                      calls the runtime builds; the model's
  *   run.c                               one forward-pass call, the tape
  *   exec.c                              the call executor: hooks (hooks.h)

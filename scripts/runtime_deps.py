@@ -157,6 +157,8 @@ def main():
     if a.report:
         sizes = []
         for f in sorted(os.listdir(a.src)):
+            if not f.endswith((".c", ".h")):
+                continue   # python/, install/
             with open(os.path.join(a.src, f), encoding="utf-8") as fh:
                 sizes.append((fh.read().count("\n"), f))
         print("headers: " + ", ".join(f"{f} {n}" for n, f in sizes if f.endswith(".h")))
