@@ -194,11 +194,12 @@ compare("exit codes", [str(c) for c in enum_codes], documented("exit"))
 
 SKIP_DIRS = {".git", "tests/data", "bench/results"}
 env_found, build_found = set(), set()
+# the last pattern is the shell one (.sh files use only it); the others are for C and Python
 ENV_READ = [re.compile(p) for p in (r'getenv\(\s*"(DTRX_\w+)"', r'environ\.get\(\s*["\'](DTRX_\w+)',
                                     r'environ\[\s*["\'](DTRX_\w+)', r'os\.getenv\(\s*["\'](DTRX_\w+)',
-                                    r'\$\{?(DTRX_\w+)',
                                     # ops/syslib.c's table of library variables, read through getenv(libs[i].env)
-                                    r'"(DTRX_LIB_[A-Z0-9_]+)"')]
+                                    r'"(DTRX_LIB_[A-Z0-9_]+)"',
+                                    r'\$\{?(DTRX_\w+)')]
 for root, dirs, files in os.walk(SRC):
     rel = os.path.relpath(root, SRC)
     dirs[:] = [d for d in dirs if os.path.normpath(os.path.join(rel, d)) not in SKIP_DIRS
