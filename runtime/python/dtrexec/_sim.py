@@ -14,12 +14,13 @@ import json
 import os
 import sys
 from ctypes import POINTER, Structure, c_char_p, c_double, c_int, c_uint64
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union, overload
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union, overload
 
 from ._errors import InputError, error_for
 
 PathLike = Union[str, "os.PathLike[str]"]
 SimBudget = Union[None, int, float, str]
+Budgets = Union[List[SimBudget], Tuple[SimBudget, ...]]   # a sweep (a str is one budget, not a sequence)
 
 HEURISTICS = ("dtr", "dtr-eq", "dtr-local", "lru", "size", "msps", "random")
 DEALLOCS = ("eager", "banish", "ignore")
@@ -92,6 +93,8 @@ def _call(fn: Any, *args: Any) -> Any:
     if status:
         msg = lib.dtrx_sim_last_error()
         raise error_for(status, msg.decode("utf-8", "replace") if msg else "")
+    if not out.value:
+        raise error_for(3, "the simulator library returned no result")
     try:
         text = ctypes.string_at(out.value).decode("utf-8")
     finally:
@@ -132,12 +135,12 @@ def simulate(trace_or_graph: PathLike, budget: Union[None, int, float, str] = ..
 
 
 @overload
-def simulate(trace_or_graph: PathLike, budget: Sequence[Union[None, int, float, str]], *, heuristic: str = ...,
+def simulate(trace_or_graph: PathLike, budget: Budgets, *, heuristic: str = ...,
              dealloc: str = ..., remat_limit: Optional[float] = ..., min_evict_bytes: int = ...,
              sample_sqrt: bool = ..., seed: int = ..., planners_memory: bool = ...) -> List[Dict[str, Any]]: ...
 
 
-def simulate(trace_or_graph: PathLike, budget: Union[SimBudget, Sequence[SimBudget]] = None, *,
+def simulate(trace_or_graph: PathLike, budget: Union[SimBudget, Budgets] = None, *,
              heuristic: str = "dtr", dealloc: str = "eager", remat_limit: Optional[float] = 1.0,
              min_evict_bytes: int = 0, sample_sqrt: bool = False, seed: int = 1,
              planners_memory: bool = False) -> Union[Dict[str, Any], List[Dict[str, Any]]]:
@@ -167,7 +170,7 @@ def simulate(trace_or_graph: PathLike, budget: Union[SimBudget, Sequence[SimBudg
     or option, with dtrexec's message."""
     path = _path(trace_or_graph, "trace_or_graph")
     sweep = isinstance(budget, (list, tuple))
-    items: Sequence[SimBudget] = list(budget) if sweep else [budget]  # type: ignore[arg-type]
+    items: List[SimBudget] = list(budget) if isinstance(budget, (list, tuple)) else [budget]
     texts = [_budget_text(b) for b in items]
     if sweep and not texts:
         raise InputError("an empty list of budgets")
