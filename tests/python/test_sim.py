@@ -271,8 +271,8 @@ def test_errors(graph, mlp, data_dir, tmp_path):
     # a schedule checked at a budget below its peak, naming the step
     sched = dtrexec.plan(graph, "chen-sqrtn", "0.7x")
     with pytest.raises(dtrexec.InputError, match="step [0-9]+"):
-        dtrexec.check(sched, budget=sched["peak_bytes"] - 1)
-    assert dtrexec.check(sched)["peak_bytes"] == sched["peak_bytes"]
+        dtrexec.check_schedule(sched, budget=sched["peak_bytes"] - 1)
+    assert dtrexec.check_schedule(sched)["peak_bytes"] == sched["peak_bytes"]
     # a session without a budget that has run cannot take a schedule's
     s = dtrexec.Session(mlp, threads=1, seed=3)
     s.train()

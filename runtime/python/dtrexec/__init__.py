@@ -18,11 +18,11 @@ and planners are in libdtrexec_sim.so beside it (dtr/sim/dtrx_sim_api.h). Result
 the `dtrexec` command's for the same options and seed.
 """
 from ._errors import BudgetError, Error, InputError, NonFiniteError
-from ._sim import DEALLOCS, HEURISTICS, SOLVERS, Schedule, check, plan, simulate
+from ._sim import DEALLOCS, HEURISTICS, SOLVERS, Schedule, check_schedule, plan, simulate
 from ._session import LOSSES, OPTIMIZERS, Session, ValueInfo, parse_budget
 
 __version__ = "0.1.0"
 
 __all__ = ["Session", "ValueInfo", "Error", "InputError", "BudgetError", "NonFiniteError", "parse_budget",
-           "OPTIMIZERS", "LOSSES", "simulate", "plan", "check", "Schedule", "HEURISTICS", "DEALLOCS", "SOLVERS",
+           "OPTIMIZERS", "LOSSES", "simulate", "plan", "check_schedule", "Schedule", "HEURISTICS", "DEALLOCS", "SOLVERS",
            "__version__"]

@@ -224,7 +224,7 @@ class Schedule:
         staged: mapped to Checkmate's stages first. An invalid schedule (an
         input not resident, a peak over the budget, a name not in the graph)
         raises InputError naming the step."""
-        return cls._from_result(check(path, graph, budget=budget, staged=staged))
+        return cls._from_result(check_schedule(path, graph, budget=budget, staged=staged))
 
     def save(self, path: PathLike) -> None:
         """Writes the schedule file (steps form), readable by `dtrexec --plan`,
@@ -328,8 +328,8 @@ def plan(graph: PathLike, solver: str = "checkpoint-all", budget: SimBudget = No
             os.unlink(tmp)
 
 
-def check(schedule: Union[PathLike, Schedule], graph: Optional[PathLike] = None, *, budget: SimBudget = None,
-          staged: bool = False) -> Dict[str, Any]:
+def check_schedule(schedule: Union[PathLike, Schedule], graph: Optional[PathLike] = None, *, budget: SimBudget = None,
+                   staged: bool = False) -> Dict[str, Any]:
     """Replays a schedule on its graph and checks it (`dtrexec sim GRAPH --plan
     SCHEDULE --json`): compute, peak and overhead against checkpoint-all.
     schedule: a Schedule or a schedule file; graph None: the schedule's own
