@@ -7,6 +7,7 @@ import os
 import subprocess
 import threading
 
+import numpy as np
 import pytest
 
 import dtrexec
@@ -157,6 +158,7 @@ def test_planned_session_trains_like_dtr(mlp, graph, cli, tmp_path):
     schedule's recomputations and gives the unbudgeted run's losses; the
     saved file trains the command the same way."""
     ref = dtrexec.Session(mlp, threads=1, seed=3)
+    ref_w0 = ref.tensor("W0")
     ref.train()
     want = [ref.step() for _ in range(3)]
     for solver in ("chen-sqrtn", "griewank"):
@@ -168,6 +170,12 @@ def test_planned_session_trains_like_dtr(mlp, graph, cli, tmp_path):
         st = s.stats()
         assert 0 < st["budget_bytes"] <= sched.budget_bytes and st["peak_bytes"] <= st["budget_bytes"]
         assert sched["recomputes"] > 0 and st["remats"] == 3 * sched["recomputes"], (st["remats"], sched.info)
+    # weights written before set_plan made the session again (with the
+    # schedule's budget) are still there
+    w = dtrexec.Session(mlp, threads=1, seed=3)
+    w.set_tensor("W0", w.tensor("W0") * 0.5)
+    w.set_plan(sched)
+    assert w.budget_bytes > 0 and np.array_equal(w.tensor("W0"), ref_w0 * 0.5)
     sched.save(tmp_path / "s.json")
     os.link(graph, tmp_path / os.path.basename(graph))   # the graph beside the schedule, as it names it
     loaded = dtrexec.Schedule.load(tmp_path / "s.json")
