@@ -12,7 +12,7 @@ import pytest
 
 import dtrexec
 from dtrexec import _sim
-from conftest import cli_losses, run_cli
+from conftest import cli_losses
 
 TIMING = ("wall_s", "dtr_overhead_seconds")
 
