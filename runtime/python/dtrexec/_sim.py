@@ -144,8 +144,8 @@ def simulate(trace_or_graph: PathLike, budget: Union[SimBudget, Budgets] = None,
              heuristic: str = "dtr", dealloc: str = "eager", remat_limit: Optional[float] = 1.0,
              min_evict_bytes: int = 0, sample_sqrt: bool = False, seed: int = 1,
              planners_memory: bool = False) -> Union[Dict[str, Any], List[Dict[str, Any]]]:
-    """Replays a DTR op log (JSON lines: /work's dtr-logs, or Session(trace=...))
-    or a graph JSON (Session.export_graph, `dtrexec export`) under DTR with a
+    """Replays a DTR op log (JSON lines: the DTR authors' logs, or what
+    Session(trace=...) wrote, complete once the session is closed) or a graph JSON (Session.export_graph, `dtrexec export`) under DTR with a
     simulated clock and memory counter, as `dtrexec sim PATH --json` does.
 
     budget: bytes (int), a ratio of the unbudgeted peak (float, or "0.5x"),
