@@ -77,9 +77,9 @@ def transformer(models):
     return str(path)
 
 
-def _mlp(path, batch, symbolic=False):
+def _mlp(path, batch, symbolic=False, layers=13):
     rng = np.random.default_rng(1)
-    dims = [128] * 13 + [10]
+    dims = [128] * layers + [10]
     nodes, inits, x = [], [], "x"
     for i in range(len(dims) - 1):
         inits += [numpy_helper.from_array(rng.normal(0, 0.2, (dims[i], dims[i + 1])).astype(np.float32), f"W{i}"),
@@ -101,6 +101,23 @@ def mlp(models):
     """A deep MLP (13 Gemm + Tanh layers of 128, batch 512; tests/budget_check.py's):
     activations dominate, so budgets well below the peak train with recomputation."""
     return _mlp(models / "mlp.onnx", 512)
+
+
+@pytest.fixture(scope="session")
+def mlp_small(models):
+    """The MLP with 4 layers: a graph small enough for Checkmate's MILP to
+    solve to optimality in seconds."""
+    return _mlp(models / "mlp4.onnx", 512, layers=4)
+
+
+@pytest.fixture(scope="session")
+def data_dir():
+    """The shared test data (DTRX_DATA_DIR, which CTest sets; else ../shared/data
+    beside the source tree)."""
+    d = os.environ.get("DTRX_DATA_DIR") or os.path.join(ROOT, "..", "shared", "data")
+    if not os.path.isdir(os.path.join(d, "dtr-logs")):
+        pytest.skip(f"no shared test data at {d} (set DTRX_DATA_DIR)")
+    return d
 
 
 @pytest.fixture(scope="session")

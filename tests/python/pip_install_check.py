@@ -15,7 +15,8 @@ build (DTRX_CUDA=OFF) to keep the check to a few minutes; ccache, where
 installed, serves a cold build directory.
 
 Then, from an empty directory: `import dtrexec` comes from the venv with
-its library inside the package, the `dtrexec` command is the venv's, and
+its libraries (libdtrexec.so, libdtrexec_sim.so) and the solver front ends
+(solvers/) inside the package, the `dtrexec` command is the venv's, and
 tests/python passes against them (no DTREXEC_LIBRARY, no build tree).
 """
 import os
@@ -62,7 +63,7 @@ def main():
             t.extractall(src)
     sh([sys.executable, "-m", "venv", "--system-site-packages", venv])
     py = os.path.join(venv, "bin", "python")
-    env = {k: v for k, v in os.environ.items() if k not in ("DTREXEC_LIBRARY", "DTREXEC_CLI", "PYTHONPATH")}
+    env = {k: v for k, v in os.environ.items() if k not in ("DTREXEC_LIBRARY", "DTREXEC_SIM_LIBRARY", "DTREXEC_CLI", "PYTHONPATH")}
     if shutil.which("ccache") and "CMAKE_C_COMPILER_LAUNCHER" not in env:
         env["CMAKE_C_COMPILER_LAUNCHER"] = "ccache"   # a cold build directory still hits the cache
     sh([py, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--disable-pip-version-check", "-q",
@@ -72,6 +73,9 @@ def main():
         check = ("import os, sys, dtrexec; p = os.path.dirname(dtrexec.__file__); "
                  "assert p.startswith(sys.prefix), p; "
                  "assert os.path.isfile(os.path.join(p, 'libdtrexec.so')), os.listdir(p); "
+                 "assert os.path.isfile(os.path.join(p, 'libdtrexec_sim.so')), os.listdir(p); "
+                 "assert os.path.isfile(os.path.join(p, 'solvers', 'milp_highs.py')), os.listdir(p); "
+                 "from dtrexec import _sim; assert _sim.solvers_dir() == os.path.join(p, 'solvers'); "
                  "assert os.path.isfile(os.path.join(p, 'py.typed')); "
                  "assert not any(f.endswith('.c') for f in os.listdir(p)); print('installed:', p)")
         sh([py, "-c", check], cwd=empty, env=env)

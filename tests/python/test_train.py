@@ -168,17 +168,3 @@ def test_export_graph_and_plan(mlp, tmp_path):
         wrong.step()
     with pytest.raises(dtrexec.InputError, match="kind"):
         wrong.set_plan([("keep", names[0])])
-
-
-def test_readme_example(mlp, tmp_path, monkeypatch):
-    """README's Python example, on the MLP (a ratio its weights leave room for)."""
-    monkeypatch.chdir(tmp_path)
-    s = dtrexec.Session(mlp, budget="0.7x", seed=1, threads=1)
-    s.train(optimizer="sgd", lr=1e-3)
-    losses = [s.step() for _ in range(100)]
-    st = s.stats()
-    assert len(losses) == 100 and losses[-1] < losses[0]
-    assert st["peak_bytes"] <= st["budget_bytes"] and st["remats"] > 0 and st["remat_compute"] > 0
-    assert len(st["step_seconds"]) == len(st["loss"]) == 100
-    s.save("trained.onnx")
-    assert np.array_equal(weights("trained.onnx")["W0"], s.tensor("W0"))

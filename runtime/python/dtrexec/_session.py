@@ -11,6 +11,7 @@ import numpy as np
 
 from . import _capi, _dtypes
 from ._errors import Error, InputError, error_for
+from ._sim import Schedule
 
 Budget = Union[None, int, str]
 Feeds = Optional[Mapping[str, Any]]
@@ -208,6 +209,7 @@ class Session:
         self._train: Optional[_TrainConfig] = None
         self._trained = False
         self._steps = 0
+        self._used = False   # a run, step or export happened (the session can no longer be made again)
         # A ratio budget: an unbudgeted session now (descriptions, early errors),
         # the budgeted one once the first run or step says what to measure.
         self._pending = self._ratio > 0
@@ -328,11 +330,24 @@ class Session:
         if not 1 <= b <= _SIZE_MAX:
             raise InputError(f"budget {self._ratio:g}x of the unbudgeted peak {st.peak_bytes} bytes is {b} bytes, "
                              "outside 1 byte to 2^62 bytes")
-        self._options.budget_bytes = b
+        self._rebuild(b)
+
+    def _mark_used(self) -> None:
+        """A run, step or export is about to happen: the session is no longer
+        made again, so the writes kept for that go."""
+        self._used = True
+        if not self._pending:
+            self._writes.clear()
+
+    def _rebuild(self, budget_bytes: int) -> None:
+        """The session made again with this budget, before its first run or
+        step: the dimensions bound, the weights written and train() so far."""
+        self._options.budget_bytes = budget_bytes
         new = self._create(budgeted=True)
         self.close()
         self._s = new
         self._pending = False
+        self._budget_bytes = budget_bytes
         for k, v in self._dims.items():
             _check(self._lib.dtrx_session_bind_dim(self._h, k.encode(), v))
         for name, arr in self._writes:
@@ -352,6 +367,7 @@ class Session:
         data, as the command draws them."""
         self._realize(feeds, None)
         self._prepare(feeds, None)
+        self._mark_used()
         _check(self._lib.dtrx_session_run(self._h))
         return [self._output(i) for i in range(self._lib.dtrx_session_output_count(self._h))]
 
@@ -380,7 +396,7 @@ class Session:
     def set_tensor(self, name: str, array: Any) -> None:
         """Overwrites the named initializer or input in place: same dtype and shape."""
         arr = self._write(name, array)
-        if self._pending:
+        if self._pending or not self._used:   # replayed if the session is made again (_rebuild)
             self._writes.append((name, arr.copy()))
 
     def _write(self, name: str, array: Any) -> np.ndarray:
@@ -490,6 +506,7 @@ class Session:
         self._realize(feeds, labels)
         self._prepare(feeds, labels)
         loss = ctypes.c_double()
+        self._mark_used()
         _check(self._lib.dtrx_session_train_step(self._h, ctypes.byref(loss)))
         self._steps += 1
         return loss.value
@@ -501,6 +518,7 @@ class Session:
         self._realize(feeds, labels)
         self._prepare(feeds, labels)
         loss = ctypes.c_double()
+        self._mark_used()
         _check(self._lib.dtrx_session_backward(self._h, ctypes.byref(loss)))
         self._steps += 1
         return loss.value
@@ -530,13 +548,23 @@ class Session:
         self._need_train("export_graph()")
         self._realize(feeds, labels)
         self._prepare(feeds, labels)
+        self._mark_used()
         _check(self._lib.dtrx_session_export_graph(self._h, _path(path)))
 
-    def set_plan(self, schedule: Sequence[Tuple[str, str]]) -> None:
-        """Trains by a static schedule instead of DTR's heuristic: steps
-        ("run" | "recompute" | "free", node name) over the node names
-        export_graph() writes. The session needs a budget; each training step
-        must then call exactly the schedule's runs, in order."""
+    def set_plan(self, schedule: Union["Schedule", Sequence[Tuple[str, str]]]) -> None:
+        """Trains by a static schedule instead of DTR's heuristic (`dtrexec
+        --plan`): a Schedule (dtrexec.plan, Schedule.load), or steps ("run" |
+        "recompute" | "free", node name) over the node names export_graph()
+        writes. The session needs a budget: a Schedule's budget_bytes when the
+        session was made without one (before its first run or step, as the
+        command takes the schedule's). Each training step must then call
+        exactly the schedule's runs, in order."""
+        if isinstance(schedule, Schedule) and not self._pending and self._budget_bytes == 0 \
+                and schedule.budget_bytes > 0:
+            if self._used:
+                raise InputError("set_plan(): the session has no budget and has run already; make it with "
+                                 f"budget={schedule.budget_bytes} (the schedule's budget_bytes)")
+            self._rebuild(schedule.budget_bytes)
         steps = list(schedule)
         arr = (_capi.PlanStep * max(len(steps), 1))()
         keep = []
