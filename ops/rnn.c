@@ -762,6 +762,148 @@ void rnn_forward_f32(const struct rnn_params *p, const struct rnn_dims *d,
     }
 }
 
+/* Steps per chunk of time. The forward kernels projected the input of
+ * every step before the first (seq * batch * gates * hidden floats), and
+ * the gradient kernels saved every step's gates for the backward walk:
+ * an LSTM language model (batch 32, 128 steps, hidden 256) asked 17 MB of
+ * workspace for LSTM and 76 MB for LSTMGrad, and no budget below 0.7x of
+ * its peak trained. Now the forward projects one chunk of steps at a time;
+ * the gradients' replayed forward keeps only the states at chunk starts,
+ * and each chunk, last first, is replayed again from its start with its
+ * gates saved, then walked back: buffers O(chunk), at the cost of a second
+ * forward pass (whatever the chunk count: more chunks only make the dX/dW
+ * GEMMs shorter). Chunks hold at most 1/32 of the whole sequence's buffers,
+ * or 1 MiB where that is more (one chunk for small layers, which then cost
+ * no second pass); from the shapes alone, so a recomputation takes the
+ * same chunks and gives the same bits. */
+#define RNN_CHUNK_PARTS 32
+#define RNN_CHUNK_MIN_BYTES ((int64_t)1 << 20)
+static int64_t rnn_chunk_steps_forced;
+
+int64_t rnn_chunk_steps_set(int64_t steps)
+{
+    int64_t old = rnn_chunk_steps_forced;
+    rnn_chunk_steps_forced = steps > 0 ? steps : 0;
+    return old;
+}
+
+/* Floats per step of the chunk buffers: the input projection, gates,
+ * gates_pre and their gradients (4 gh), the saved states and GRU's R_h
+ * products and their gradients, and a gathered X and dX. */
+static int64_t rnn_chunk_step_floats(const struct rnn_params *p, const struct rnn_dims *d)
+{
+    const int64_t h = d->hidden, gh = rnn_gate_count(p->kind) * h;
+    const int64_t states = p->kind == RNN_KIND_LSTM ? 2 * h : p->kind == RNN_KIND_GRU ? 3 * h : h;
+    return d->batch * (4 * gh + states + 2 * d->input);
+}
+
+/* Steps per chunk for buffers of per_step_floats floats a step. */
+static int64_t rnn_chunk_steps(const struct rnn_dims *d, int64_t per_step_floats)
+{
+    if (d->seq < 1)
+        return 1;
+    if (rnn_chunk_steps_forced)
+        return rnn_chunk_steps_forced < d->seq ? rnn_chunk_steps_forced : d->seq;
+    int64_t per = (int64_t)sizeof(float) * per_step_floats;
+    int64_t bound = per * d->seq / RNN_CHUNK_PARTS;
+    if (bound < RNN_CHUNK_MIN_BYTES)
+        bound = RNN_CHUNK_MIN_BYTES;
+    int64_t nb = per > 0 ? bound / per : d->seq;
+    if (nb < 1)
+        nb = 1;
+    if (nb >= d->seq)
+        return d->seq;
+    int64_t chunks = (d->seq + nb - 1) / nb;
+    return (d->seq + chunks - 1) / chunks;
+}
+
+int64_t rnn_grad_chunk_steps(const struct rnn_params *p, const struct rnn_dims *d)
+{
+    return rnn_chunk_steps(d, rnn_chunk_step_floats(p, d));
+}
+
+/* The forward's: the input projection and a gathered X. */
+int64_t rnn_forward_chunk_steps(const struct rnn_params *p, const struct rnn_dims *d)
+{
+    return rnn_chunk_steps(d, d->batch * (rnn_gate_count(p->kind) * d->hidden + d->input));
+}
+
+/* Gathers the X rows of steps s0 .. s0 + steps - 1 into step-major order
+ * (zeros for rows whose sequence has ended), or scatters a chunk's dX rows
+ * back, adding them in. */
+static void rnn_chunk_gather(const struct rnn_step_ctx *k, int64_t s0, int64_t steps, const float *x, float *xg)
+{
+    const struct rnn_dims *d = k->d;
+    const size_t row = (size_t)d->input * sizeof(float);
+    for (int64_t s = s0; s < s0 + steps; s++)
+        for (int64_t b = 0; b < d->batch; b++) {
+            int64_t t = rnn_time(k, s, b);
+            float *dst = xg + ((s - s0) * d->batch + b) * d->input;
+            if (t >= 0)
+                memcpy(dst, x + rnn_x_row(k, t, b) * d->input, row);
+            else
+                memset(dst, 0, row);
+        }
+}
+
+static void rnn_chunk_scatter_add(const struct rnn_step_ctx *k, int64_t s0, int64_t steps, const float *dxg,
+                                  float *dx)
+{
+    const struct rnn_dims *d = k->d;
+    for (int64_t s = s0; s < s0 + steps; s++)
+        for (int64_t b = 0; b < d->batch; b++) {
+            int64_t t = rnn_time(k, s, b);
+            if (t < 0)
+                continue;
+            const float *src = dxg + ((s - s0) * d->batch + b) * d->input;
+            float *dst = dx + rnn_x_row(k, t, b) * d->input;
+            for (int64_t j = 0; j < d->input; j++)
+                dst[j] += src[j];
+        }
+}
+
+/* The input projection of steps s0 .. s0 + steps - 1 into k->xp: of X's
+ * own rows where the chunk is a block of them (seq-major, forward, full
+ * lengths), else of the rows gathered into xg. Returns the rows used. */
+static const float *rnn_chunk_project(const struct rnn_step_ctx *k, int gather, int64_t s0, int64_t steps,
+                                      float *xg, const float *bias)
+{
+    const float *rows = k->io->x + s0 * k->d->batch * k->d->input;
+    if (gather) {
+        rnn_chunk_gather(k, s0, steps, k->io->x, xg);
+        rows = xg;
+    }
+    rnn_project(k, rows, steps * k->d->batch, bias);
+    return rows;
+}
+
+/* rnn_forward_f32 (without saving) one chunk of `steps` steps at a time:
+ * work holds rnn_work_floats() floats for a sequence of `steps`, xg
+ * steps * batch * input floats for the gathered rows of X. */
+static void rnn_forward_chunked(const struct rnn_params *p, const struct rnn_dims *d, const struct rnn_io *io,
+                                int64_t steps, float *work, float *xg)
+{
+    struct rnn_step_ctx k = { .p = p, .d = d, .io = io, .chunked = 1 };
+    float *bias = rnn_work_split(&k, work, steps * d->batch);
+    if (io->y && io->seq_lens)
+        memset(io->y, 0, (size_t)(d->seq * d->batch * d->dirs * d->hidden) * sizeof(float));
+    for (int dir = 0; dir < d->dirs; dir++) {
+        rnn_dir_begin(&k, dir, bias);
+        const int gather = p->layout || k.reverse || io->seq_lens;
+        rnn_state_init(p, d, dir, io->initial_h, k.h);
+        if (p->kind == RNN_KIND_LSTM)
+            rnn_state_init(p, d, dir, io->initial_c, k.c);
+        for (k.s0 = 0; k.s0 < d->seq; k.s0 += steps) {
+            int64_t s1 = k.s0 + steps < d->seq ? k.s0 + steps : d->seq;
+            rnn_chunk_project(&k, gather, k.s0, s1 - k.s0, xg, bias);
+            rnn_steps(&k, k.s0, s1);
+        }
+        rnn_state_store(p, d, dir, io->seq_lens, k.h, io->y_h);
+        if (p->kind == RNN_KIND_LSTM)
+            rnn_state_store(p, d, dir, io->seq_lens, k.c, io->y_c);
+    }
+}
+
 /* ---- the kernel ------------------------------------------------------- */
 
 static const float *rnn_data(const struct op_call *c, int i)
@@ -792,7 +934,12 @@ static int rnn_cpu(struct op_call *c)
     if (rnn_dims_get(c, &d))
         return -1;
     const struct tensor *lens_t = rnn_input(c, RNN_IN_SEQ_LENS);
-    size_t n_work = rnn_work_floats(p, &d);
+    const int64_t steps = rnn_forward_chunk_steps(p, &d);
+    struct rnn_dims dc = d;
+    dc.seq = steps;
+    /* one chunk: the whole sequence projected at once, rnn_forward_f32 */
+    size_t n_gather = steps < d.seq ? (size_t)(steps * d.batch * d.input) : 0;
+    size_t n_work = rnn_work_floats(p, &dc) + n_gather;
     size_t bytes = n_work * sizeof(float) + (lens_t ? (size_t)d.batch * sizeof(int32_t) : 0);
     float *work = rnn_scratch_alloc(c, bytes);
     if (!work)
@@ -821,7 +968,10 @@ static int rnn_cpu(struct op_call *c)
         .y_h = y_h ? y_h->data : NULL,
         .y_c = y_c ? y_c->data : NULL,
     };
-    rnn_forward_f32(p, &d, &io, NULL, work);
+    if (steps < d.seq)
+        rnn_forward_chunked(p, &d, &io, steps, work, work + rnn_work_floats(p, &dc));
+    else
+        rnn_forward_f32(p, &d, &io, NULL, work);
     rnn_scratch_free(c, work);
     return 0;
 }
@@ -1183,57 +1333,6 @@ static void rnn_bptt_end(const struct rnn_bptt *k, float *db, float *dinit_h, fl
     }
 }
 
-/* Steps per chunk of the gradients' backward walk. Saving every step's
- * gates for the walk made the workspace O(seq): an LSTM language model
- * (batch 32, 128 steps, 256 hidden) asked 76 MB, more than half its
- * unbudgeted peak, and no budget below 0.7x trained. So the replayed
- * forward keeps only the states at chunk starts, and each chunk, last
- * first, is replayed again from its start with its gates saved, then
- * walked back: the saved buffers are O(chunk), at the cost of a second
- * forward pass. Chunks are at most an eighth of the whole walk's buffers,
- * or 1 MiB where that is more (one chunk for small layers, which then cost
- * no second pass); from the shapes alone, so a recomputation walks the
- * same chunks and gives the same bits. */
-#define RNN_CHUNK_PARTS 8
-#define RNN_CHUNK_MIN_BYTES ((int64_t)1 << 20)
-static int64_t rnn_chunk_steps_forced;
-
-int64_t rnn_grad_chunk_steps_set(int64_t steps)
-{
-    int64_t old = rnn_chunk_steps_forced;
-    rnn_chunk_steps_forced = steps > 0 ? steps : 0;
-    return old;
-}
-
-/* Floats per step of the chunk buffers: the input projection, gates,
- * gates_pre and their gradients (4 gh), the saved states and GRU's R_h
- * products and their gradients, and a gathered X and dX. */
-static int64_t rnn_chunk_step_floats(const struct rnn_params *p, const struct rnn_dims *d)
-{
-    const int64_t h = d->hidden, gh = rnn_gate_count(p->kind) * h;
-    const int64_t states = p->kind == RNN_KIND_LSTM ? 2 * h : p->kind == RNN_KIND_GRU ? 3 * h : h;
-    return d->batch * (4 * gh + states + 2 * d->input);
-}
-
-int64_t rnn_grad_chunk_steps(const struct rnn_params *p, const struct rnn_dims *d)
-{
-    if (d->seq < 1)
-        return 1;
-    if (rnn_chunk_steps_forced)
-        return rnn_chunk_steps_forced < d->seq ? rnn_chunk_steps_forced : d->seq;
-    int64_t per = (int64_t)sizeof(float) * rnn_chunk_step_floats(p, d);
-    int64_t bound = per * d->seq / RNN_CHUNK_PARTS;
-    if (bound < RNN_CHUNK_MIN_BYTES)
-        bound = RNN_CHUNK_MIN_BYTES;
-    int64_t nb = per > 0 ? bound / per : d->seq;
-    if (nb < 1)
-        nb = 1;
-    if (nb >= d->seq)
-        return d->seq;
-    int64_t chunks = (d->seq + nb - 1) / nb;
-    return (d->seq + chunks - 1) / chunks;
-}
-
 /* Checks a gradient input against the shape of the forward output it
  * belongs to. */
 static int rnn_grad_check(const struct op_call *c, int idx, const char *what, int rank, const int64_t *dims)
@@ -1294,55 +1393,6 @@ int rnn_grad_dims_get(const struct op_call *c, struct rnn_dims *d)
         if (i >= c->n_out || !c->out[i])
             return op_error(c, "gradient output %d is missing; every output is required", i);
     return 0;
-}
-
-/* Gathers the X rows of steps s0 .. s0 + steps - 1 into step-major order
- * (zeros for rows whose sequence has ended), or scatters a chunk's dX rows
- * back, adding them in. */
-static void rnn_chunk_gather(const struct rnn_step_ctx *k, int64_t s0, int64_t steps, const float *x, float *xg)
-{
-    const struct rnn_dims *d = k->d;
-    const size_t row = (size_t)d->input * sizeof(float);
-    for (int64_t s = s0; s < s0 + steps; s++)
-        for (int64_t b = 0; b < d->batch; b++) {
-            int64_t t = rnn_time(k, s, b);
-            float *dst = xg + ((s - s0) * d->batch + b) * d->input;
-            if (t >= 0)
-                memcpy(dst, x + rnn_x_row(k, t, b) * d->input, row);
-            else
-                memset(dst, 0, row);
-        }
-}
-
-static void rnn_chunk_scatter_add(const struct rnn_step_ctx *k, int64_t s0, int64_t steps, const float *dxg,
-                                  float *dx)
-{
-    const struct rnn_dims *d = k->d;
-    for (int64_t s = s0; s < s0 + steps; s++)
-        for (int64_t b = 0; b < d->batch; b++) {
-            int64_t t = rnn_time(k, s, b);
-            if (t < 0)
-                continue;
-            const float *src = dxg + ((s - s0) * d->batch + b) * d->input;
-            float *dst = dx + rnn_x_row(k, t, b) * d->input;
-            for (int64_t j = 0; j < d->input; j++)
-                dst[j] += src[j];
-        }
-}
-
-/* The input projection of steps s0 .. s0 + steps - 1 into k->xp: of X's
- * own rows where the chunk is a block of them (seq-major, forward, full
- * lengths), else of the rows gathered into xg. Returns the rows used. */
-static const float *rnn_chunk_project(const struct rnn_step_ctx *k, int gather, int64_t s0, int64_t steps,
-                                      float *xg, const float *bias)
-{
-    const float *rows = k->io->x + s0 * k->d->batch * k->d->input;
-    if (gather) {
-        rnn_chunk_gather(k, s0, steps, k->io->x, xg);
-        rows = xg;
-    }
-    rnn_project(k, rows, steps * k->d->batch, bias);
-    return rows;
 }
 
 static int rnn_grad_cpu(struct op_call *c)

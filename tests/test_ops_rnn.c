@@ -652,7 +652,7 @@ START_TEST(test_recurrent_large_deterministic)
 END_TEST
 
 /* The gradient kernels walk back through time in chunks, each replayed from
- * the state at its start (rnn_grad_chunk_steps_set): for every kind,
+ * the state at its start (rnn_chunk_steps_set): for every kind,
  * direction, layout, sequence lengths, peepholes and clip, chunks of 1, 2
  * and 4 steps give the one-chunk gradients (which gradcheck checks against
  * finite differences) to float rounding, and the same bits run to run. */
@@ -742,11 +742,11 @@ START_TEST(test_recurrent_grad_chunks)
                                                 &tdy, &tdyh, lstm ? &tdyc : NULL };
                 const int n_out = lstm ? 7 : 5;
                 struct tensor whole[7], again[7], part[7];
-                int64_t saved = rnn_grad_chunk_steps_set(0);
+                int64_t saved = rnn_chunk_steps_set(0);
                 ck_assert_msg(!run_grad_node(ops[kind], &a, in, whole, n_out), "%s case %d: %s", ops[kind], k, err_buf);
                 static const int64_t chunk_steps[3] = { 1, 2, 4 };
                 for (int cs = 0; cs < 3; cs++) {
-                    rnn_grad_chunk_steps_set(chunk_steps[cs]);
+                    rnn_chunk_steps_set(chunk_steps[cs]);
                     ck_assert_msg(!run_grad_node(ops[kind], &a, in, part, n_out) &&
                                   !run_grad_node(ops[kind], &a, in, again, n_out),
                                   "%s case %d chunks of %lld: %s", ops[kind], k, (long long)chunk_steps[cs], err_buf);
@@ -761,7 +761,26 @@ START_TEST(test_recurrent_grad_chunks)
                     free_outputs(part, n_out);
                     free_outputs(again, n_out);
                 }
-                rnn_grad_chunk_steps_set(saved);
+                /* the forward op, chunked the same way */
+                const int n_fwd = lstm ? 3 : 2, want[3] = { 1, 1, 1 };
+                struct tensor fw[3], fc[3];
+                rnn_chunk_steps_set(0);
+                ck_assert_msg(!run_node(kind_names[kind], 22, &a, in, lstm ? 8 : 6, fw, want, n_fwd, NULL),
+                              "%s case %d: %s", kind_names[kind], k, err_buf);
+                for (int cs = 0; cs < 3; cs++) {
+                    rnn_chunk_steps_set(chunk_steps[cs]);
+                    ck_assert_msg(!run_node(kind_names[kind], 22, &a, in, lstm ? 8 : 6, fc, want, n_fwd, NULL),
+                                  "%s case %d: %s", kind_names[kind], k, err_buf);
+                    for (int o = 0; o < n_fwd; o++) {
+                        char what[128];
+                        snprintf(what, sizeof what, "%s %s layout=%d case %d chunks of %lld, output %d",
+                                 kind_names[kind], dirs[dir], layout, k, (long long)chunk_steps[cs], o);
+                        expect_close(what, fc[o].data, fw[o].data, (int64_t)tensor_numel(&fw[o]), 1e-6);
+                    }
+                    free_outputs(fc, n_fwd);
+                }
+                free_outputs(fw, n_fwd);
+                rnn_chunk_steps_set(saved);
                 free_outputs(whole, n_out);
                 free(x); free(w); free(r); free(bb); free(h0); free(c0); free(pp); free(dy); free(dyh); free(dyc);
             }
