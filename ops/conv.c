@@ -725,14 +725,11 @@ static int conv_use_blocked(const struct nn_geom *g)
 int nn_conv_forward(const struct op_call *c, const struct nn_geom *g,
                     const float *x, const float *w, const float *b, float *y)
 {
-    int rc;
-    if (conv_use_blocked(g))
-        rc = nn_conv_forward_dnnl_blocked(c, g, x, w, b, y);
-    else
-        rc = nn_conv_forward_dnnl(c, g, x, w, b, y);
-    if (!nn_may_fall_back(c, rc))
-        return rc;
-    return nn_conv_forward_gemm(c, g, x, w, b, y);
+    switch (nn_conv_path_choose(c, g, b != NULL, NN_CONV_FWD)) {
+    case NN_CONV_PATH_BLOCKED: return nn_conv_forward_dnnl_blocked(c, g, x, w, b, y);
+    case NN_CONV_PATH_PLAIN: return nn_conv_forward_dnnl(c, g, x, w, b, y);
+    default: return nn_conv_forward_gemm(c, g, x, w, b, y);
+    }
 }
 
 /* ---- backward: data and weights ------------------------------------------------ */
@@ -871,22 +868,158 @@ int nn_conv_backward_weights_gemm(const struct op_call *c, const struct nn_geom 
 int nn_conv_backward_data(const struct op_call *c, const struct nn_geom *g, const float *dy,
                           const float *w, float *dx)
 {
-    int few_channels = g->group == 1 && g->c < 16 && nn_geom_k_size(g) > 1;
-    if (!few_channels) {
-        int rc = conv_backward_data_dnnl(c, g, dy, w, dx, conv_use_blocked(g));
-        if (!nn_may_fall_back(c, rc))
-            return rc;
-    }
-    return nn_conv_backward_data_gemm(c, g, dy, w, dx);
+    enum nn_conv_path path = nn_conv_path_choose(c, g, 0, NN_CONV_BWD_DATA);
+    if (path == NN_CONV_PATH_GEMM)
+        return nn_conv_backward_data_gemm(c, g, dy, w, dx);
+    return conv_backward_data_dnnl(c, g, dy, w, dx, path == NN_CONV_PATH_BLOCKED);
 }
 
 int nn_conv_backward_weights(const struct op_call *c, const struct nn_geom *g, const float *x,
                              const float *dy, float *dw, float *db)
 {
-    int rc = conv_backward_weights_dnnl(c, g, x, dy, dw, db, conv_use_blocked(g));
-    if (!nn_may_fall_back(c, rc))
-        return rc;
-    return nn_conv_backward_weights_gemm(c, g, x, dy, dw, db);
+    enum nn_conv_path path = nn_conv_path_choose(c, g, db != NULL, NN_CONV_BWD_WEIGHTS);
+    if (path == NN_CONV_PATH_GEMM)
+        return nn_conv_backward_weights_gemm(c, g, x, dy, dw, db);
+    return conv_backward_weights_dnnl(c, g, x, dy, dw, db, path == NN_CONV_PATH_BLOCKED);
+}
+
+/* ---- the path within the workspace cap -------------------------------------
+ * Each path's workspace differs by much more than its speed: torchvision
+ * ResNet-18's layer4 (512->512 3x3 on 7x7, batch 16) asked oneDNN's blocked
+ * backward-weights primitive for 38.6 MB of scratchpad (per-thread
+ * reduction buffers of the 9.4 MB weight gradient) where im2col + sgemm
+ * needs one image's columns, 0.9 MB, at about the same speed (the table
+ * above: 20.3 against 18.1 ms at batch 8). A budget must hold a call's
+ * workspace beside its inputs and outputs, so the workspace sets the floor
+ * below which nothing trains. Hence: the fastest path by the rules above
+ * whose workspace fits the cap, else the one with the least workspace.
+ *
+ * The cap is the bytes of the call's own tensors (X or dX, Y or dY, W or
+ * dW): a call never needs more than twice what it touches. It depends on
+ * the shapes (and, through oneDNN's scratchpad, the thread count) only —
+ * not on the budget or the arena's free space — so a recomputation takes
+ * the path of the first execution, and a budgeted run takes the paths of
+ * the unbudgeted one, which budget_check.py asserts bit for bit. */
+
+static int64_t conv_workspace_cap_forced;
+
+int64_t nn_conv_workspace_cap_set(int64_t bytes)
+{
+    int64_t old = conv_workspace_cap_forced;
+    conv_workspace_cap_forced = bytes;
+    return old;
+}
+
+size_t nn_conv_workspace_cap(const struct nn_geom *g)
+{
+    if (conv_workspace_cap_forced > 0)
+        return (size_t)conv_workspace_cap_forced;
+    int64_t elems = g->n * g->c * nn_geom_in_size(g) + g->n * g->m * nn_geom_out_size(g)
+                    + g->m * (g->c / g->group) * nn_geom_k_size(g);
+    return sizeof(float) * (size_t)elems;
+}
+
+/* The arguments of primitive `prim`, as conv_dnnl_exec takes them (data NULL). */
+static int conv_dnnl_args(int prim, int has_bias, struct conv_dnnl_io *io)
+{
+    static const int args[3][4] = {
+        { DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS },
+        { DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC, 0 },
+        { DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_DIFF_BIAS },
+    };
+    int n = prim == CONV_PRIM_BWD_DATA ? 3 : has_bias ? 4 : 3;
+    for (int i = 0; i < n; i++)
+        io[i] = (struct conv_dnnl_io){ args[prim][i], NULL, i >= 2 };
+    return n;
+}
+
+/* What conv_dnnl_exec takes from the scratch allocator at once: the reorder
+ * buffer (and the weight gradient's partial sums) plus the largest
+ * scratchpad of the primitives it runs, for the first chunk of the batch
+ * and a smaller last one. -1 when oneDNN has no implementation. */
+static int conv_dnnl_workspace(const struct op_call *c, const struct nn_geom *g, int has_bias, int prim, int blocked,
+                               size_t *bytes)
+{
+    struct conv_dnnl_io io[4];
+    int n = conv_dnnl_args(prim, has_bias, io);
+    struct nn_geom gc = *g;
+    gc.n = blocked ? conv_chunk_images(g) : g->n;
+    int64_t last = g->n % gc.n;
+    size_t w_elems = (size_t)(g->m * (g->c / g->group) * nn_geom_k_size(g));
+    size_t acc_elems = gc.n < g->n && prim == CONV_PRIM_BWD_WEIGHTS ? w_elems + (size_t)(has_bias ? g->m : 0) : 0;
+    size_t most = 0, buf = 0;
+    for (int part = 0; part < (last ? 2 : 1); part++) {
+        if (part)
+            gc.n = last;
+        struct conv_dnnl_layout l;
+        struct conv_dnnl_key key;
+        size_t pad;
+        if (conv_dnnl_layout_get(c, &gc, has_bias, prim, blocked, n, io, &l))
+            return -1;
+        if (!part)
+            buf = l.total + sizeof(float) * acc_elems;
+        conv_dnnl_key_make(&gc, has_bias, prim, blocked ? CONV_DNNL_BLOCKED : CONV_DNNL_PLAIN, 0, &key);
+        if (nn_dnnl_scratch_bytes(c, &key, sizeof key, conv_dnnl_build, &pad))
+            return -1;
+        most = pad > most ? pad : most;
+        for (int i = 0; i < n; i++) {
+            if (l.same[i])
+                continue;
+            conv_dnnl_key_make(&gc, has_bias, prim, io[i].is_out ? CONV_DNNL_REORDER_OUT : CONV_DNNL_REORDER_IN,
+                               io[i].arg, &key);
+            if (nn_dnnl_scratch_bytes(c, &key, sizeof key, conv_dnnl_build, &pad))
+                return -1;
+            most = pad > most ? pad : most;
+        }
+    }
+    *bytes = buf + most;
+    return 0;
+}
+
+int nn_conv_path_workspace(const struct op_call *c, const struct nn_geom *g, int has_bias, enum nn_conv_dir dir,
+                           enum nn_conv_path path, size_t *bytes)
+{
+    if (path == NN_CONV_PATH_GEMM) {
+        *bytes = nn_geom_is_pointwise(g) ? 0
+                 : sizeof(float) * (size_t)(g->c / g->group * nn_geom_k_size(g) * nn_geom_out_size(g));
+        return 0;
+    }
+    static const int prims[] = { [NN_CONV_FWD] = CONV_PRIM_FWD, [NN_CONV_BWD_DATA] = CONV_PRIM_BWD_DATA,
+                                 [NN_CONV_BWD_WEIGHTS] = CONV_PRIM_BWD_WEIGHTS };
+    return conv_dnnl_workspace(c, g, has_bias, prims[dir], path == NN_CONV_PATH_BLOCKED, bytes);
+}
+
+enum nn_conv_path nn_conv_path_choose(const struct op_call *c, const struct nn_geom *g, int has_bias,
+                                      enum nn_conv_dir dir)
+{
+    /* by speed: the rules and tables above */
+    enum nn_conv_path order[3] = { NN_CONV_PATH_PLAIN, NN_CONV_PATH_BLOCKED, NN_CONV_PATH_GEMM };
+    if (conv_use_blocked(g)) {
+        order[0] = NN_CONV_PATH_BLOCKED;
+        order[1] = NN_CONV_PATH_PLAIN;
+    }
+    if (dir == NN_CONV_BWD_DATA && g->group == 1 && g->c < 16 && nn_geom_k_size(g) > 1) {
+        order[2] = order[1];   /* the first layer's backward-data: im2col + sgemm first */
+        order[1] = order[0];
+        order[0] = NN_CONV_PATH_GEMM;
+    }
+    /* Querying a oneDNN path builds its primitives, which the call then
+     * runs from the cache; a failed query leaves a message behind that the
+     * path taken clears by succeeding. */
+    size_t cap = nn_conv_workspace_cap(g), best_bytes = SIZE_MAX;
+    enum nn_conv_path best = NN_CONV_PATH_GEMM;
+    for (int i = 0; i < 3; i++) {
+        size_t bytes;
+        if (nn_conv_path_workspace(c, g, has_bias, dir, order[i], &bytes))
+            continue;
+        if (bytes <= cap)
+            return order[i];
+        if (bytes < best_bytes) {
+            best_bytes = bytes;
+            best = order[i];
+        }
+    }
+    return best;
 }
 
 /* ---- the Conv operator ------------------------------------------------------ */

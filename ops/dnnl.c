@@ -215,3 +215,21 @@ const char *nn_dnnl_impl_name(const void *key, size_t key_len)
     pthread_mutex_unlock(&dnnl_lock);
     return name;
 }
+
+int nn_dnnl_scratch_bytes(const struct op_call *c, const void *key, size_t key_len, nn_dnnl_build_fn build,
+                          size_t *bytes)
+{
+    if (key_len > DNNL_KEY_MAX)
+        return op_error(c, "oneDNN: internal key of %zu bytes too large", key_len);
+    pthread_mutex_lock(&dnnl_lock);
+    int rc = -1;
+    if (!dnnl_setup_locked(c)) {
+        struct dnnl_slot *s = dnnl_slot_find_locked(c, key, key_len, build);
+        if (s) {
+            *bytes = s->scratch_bytes;
+            rc = 0;
+        }
+    }
+    pthread_mutex_unlock(&dnnl_lock);
+    return rc;
+}

@@ -158,7 +158,7 @@ static inline void nn_scratch_free(const struct op_call *c, void *p)
 
 /* Convolution forward: y[n, m, out] = sum over (c/group, k) of x * w, plus b.
  * x: [n, c, in], w: [m, c/group, k], b: [m] or NULL, y: [n, m, out].
- * Chooses oneDNN or im2col+sgemm per shape (see conv.c for why). */
+ * Chooses oneDNN (blocked or plain) or im2col+sgemm per shape: nn_conv_path_choose(). */
 int nn_conv_forward(const struct op_call *c, const struct nn_geom *g,
                     const float *x, const float *w, const float *b, float *y);
 
@@ -197,8 +197,8 @@ int64_t nn_conv_chunk_bytes_set(int64_t bytes);
 /* Convolution backward, the adjoints of nn_conv_forward on the same geometry:
  * dx[n, c, in] = sum over (m, k) of w * dy (dx overwritten);
  * dw[m, c/group, k] = sum over (n, out) of dy * x, db[m] = sum over (n, out)
- * of dy (db may be NULL; both overwritten). oneDNN when it has the shape,
- * else im2col/col2im + sgemm; see conv.c for the measurements. */
+ * of dy (db may be NULL; both overwritten). The path: nn_conv_path_choose();
+ * see conv.c for the measurements. */
 int nn_conv_backward_data(const struct op_call *c, const struct nn_geom *g, const float *dy,
                           const float *w, float *dx);
 int nn_conv_backward_weights(const struct op_call *c, const struct nn_geom *g, const float *x,
@@ -212,6 +212,27 @@ int nn_conv_backward_data_dnnl(const struct op_call *c, const struct nn_geom *g,
                                const float *w, float *dx, int blocked);
 int nn_conv_backward_weights_dnnl(const struct op_call *c, const struct nn_geom *g, const float *x,
                                   const float *dy, float *dw, float *db, int blocked);
+
+/* The path one convolution call takes (conv.c): the fastest by the
+ * measured rules whose workspace fits nn_conv_workspace_cap(), else the one
+ * with the least workspace. From the shapes and the thread count alone, so
+ * a recomputation (and a budgeted run) takes the path of the first
+ * (unbudgeted) execution. */
+enum nn_conv_dir { NN_CONV_FWD = 0, NN_CONV_BWD_DATA, NN_CONV_BWD_WEIGHTS };
+enum nn_conv_path { NN_CONV_PATH_GEMM = 0, NN_CONV_PATH_PLAIN, NN_CONV_PATH_BLOCKED };
+enum nn_conv_path nn_conv_path_choose(const struct op_call *c, const struct nn_geom *g, int has_bias,
+                                      enum nn_conv_dir dir);
+/* Bytes of scratch `path` takes at once for one call on g (oneDNN's
+ * scratchpads, reorder buffers, im2col columns): 0 with *bytes, or -1 when
+ * oneDNN has no implementation for it. */
+int nn_conv_path_workspace(const struct op_call *c, const struct nn_geom *g, int has_bias, enum nn_conv_dir dir,
+                           enum nn_conv_path path, size_t *bytes);
+/* The cap: the bytes of the call's X, Y and W (or their gradients). */
+size_t nn_conv_workspace_cap(const struct nn_geom *g);
+/* Tests and measurements: a fixed cap in bytes instead (0: the rule);
+ * returns the previous setting. Results depend on it: never change it while
+ * a model runs. */
+int64_t nn_conv_workspace_cap_set(int64_t bytes);
 
 /* Attributes that pin a resolved geometry for an emitted gradient call
  * (ConvGradData/ConvGradWeight, pooling gradients): strides, dilations,
@@ -382,6 +403,13 @@ int nn_dnnl_run(const struct op_call *c, const void *key, size_t key_len,
  * argument `arg`. 0, or -1 with a message. */
 int nn_dnnl_arg_md(const struct op_call *c, const void *key, size_t key_len,
                    nn_dnnl_build_fn build, int arg, dnnl_memory_desc_t *md);
+/* The scratchpad bytes one execution of the (cached or newly built)
+ * primitive for `key` takes from the scratch allocator at this thread count
+ * (oneDNN sizes per-thread buffers when it creates a primitive), in *bytes,
+ * without running it: what a kernel weighs before choosing a path. 0, or -1
+ * with a message (oneDNN has no implementation for the key). */
+int nn_dnnl_scratch_bytes(const struct op_call *c, const void *key, size_t key_len, nn_dnnl_build_fn build,
+                          size_t *bytes);
 /* oneDNN's implementation name of a cached primitive ("?" if none), for
  * measurements and tests. */
 const char *nn_dnnl_impl_name(const void *key, size_t key_len);

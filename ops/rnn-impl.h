@@ -144,6 +144,17 @@ size_t rnn_work_floats(const struct rnn_params *p, const struct rnn_dims *d);
 void rnn_forward_f32(const struct rnn_params *p, const struct rnn_dims *d,
                      const struct rnn_io *io, struct rnn_saved *save, float *work);
 
+/* The forward kernels (LSTM, GRU, RNN) project the input this many steps
+ * at a time, and the gradient kernels (LSTMGrad, GRUGrad, RNNGrad) walk
+ * back through time in chunks of this many steps, each replayed from the
+ * state at its start (rnn.c says why and how many). From the shapes alone. */
+int64_t rnn_forward_chunk_steps(const struct rnn_params *p, const struct rnn_dims *d);
+int64_t rnn_grad_chunk_steps(const struct rnn_params *p, const struct rnn_dims *d);
+/* Tests and measurements: chunks of `steps` steps for both instead (0: the
+ * rules); returns the previous setting. Results depend on it in the last
+ * bits: never change it while a model runs. */
+int64_t rnn_chunk_steps_set(int64_t steps);
+
 /* Applies an activation to n values in place. */
 void rnn_act_apply(const struct rnn_act *a, float *x, int64_t n);
 

@@ -399,6 +399,10 @@ struct rnn_step_ctx {
     const struct rnn_act *acts;
     const float *xp, *wb, *rb, *peep;
     float *hr, *h, *c, *tmp, *rh;
+    /* chunked (the gradients' replay): xp and the saved arrays hold only
+     * the steps from s0 on, one direction, indexed by step (rnn_chunk_row) */
+    int chunked;
+    int64_t s0;
 };
 
 /* Time index of batch row b at step s, or -1 when its sequence has ended. */
@@ -415,8 +419,27 @@ static int64_t rnn_x_row(const struct rnn_step_ctx *k, int64_t t, int64_t b)
     return k->p->layout ? b * k->d->seq + t : t * k->d->batch + b;
 }
 
+/* The row of (t, b) in a chunk that starts at step s0: step-major, so that
+ * the steps of a chunk are contiguous whatever the direction, layout and
+ * sequence lengths (time t of row b is step t, or len - 1 - t reversed). */
+static int64_t rnn_chunk_row(const struct rnn_dims *d, const int32_t *lens, int reverse, int64_t s0, int64_t t,
+                             int64_t b)
+{
+    int64_t len = lens ? lens[b] : d->seq;
+    int64_t s = reverse ? len - 1 - t : t;
+    return (s - s0) * d->batch + b;
+}
+
+/* Row of the input projection xp for (t, b). */
+static int64_t rnn_xp_row(const struct rnn_step_ctx *k, int64_t t, int64_t b)
+{
+    return k->chunked ? rnn_chunk_row(k->d, k->io->seq_lens, k->reverse, k->s0, t, b) : rnn_x_row(k, t, b);
+}
+
 static float *rnn_saved_row(const struct rnn_step_ctx *k, float *base, int64_t t, int64_t b, int64_t width)
 {
+    if (k->chunked)
+        return base + rnn_chunk_row(k->d, k->io->seq_lens, k->reverse, k->s0, t, b) * width;
     return base + (((int64_t)k->dir * k->d->seq + t) * k->d->batch + b) * width;
 }
 
@@ -443,7 +466,7 @@ static void lstm_step_row(const struct rnn_step_ctx *k, int64_t t, int64_t b)
 {
     const int64_t h = k->d->hidden, gh = 4 * h;
     float *g = k->hr + b * gh;
-    const float *xr = k->xp + rnn_x_row(k, t, b) * gh;
+    const float *xr = k->xp + rnn_xp_row(k, t, b) * gh;
     float *gi = g, *go = g + h, *gf = g + 2 * h, *gc = g + 3 * h;
     float *cb = k->c + b * h, *hb = k->h + b * h;
     float *pre = k->save ? k->save->gates_pre : NULL;
@@ -496,7 +519,7 @@ static void gru_gates_row(const struct rnn_step_ctx *k, int64_t t, int64_t b)
 {
     const int64_t h = k->d->hidden, gh = 3 * h;
     float *g = k->hr + b * gh;
-    const float *xr = k->xp + rnn_x_row(k, t, b) * gh;
+    const float *xr = k->xp + rnn_xp_row(k, t, b) * gh;
     for (int64_t j = 0; j < 2 * h; j++)
         g[j] += xr[j];
     if (k->save)
@@ -518,7 +541,7 @@ static void gru_update_row(const struct rnn_step_ctx *k, int64_t t, int64_t b)
 {
     const int64_t h = k->d->hidden, gh = 3 * h;
     float *g = k->hr + b * gh;
-    const float *xr = k->xp + rnn_x_row(k, t, b) * gh;
+    const float *xr = k->xp + rnn_xp_row(k, t, b) * gh;
     const float *z = g, *r = g + h, *rh = k->rh + b * h;
     float *gc = g + 2 * h, *hb = k->h + b * h;
     if (k->p->linear_before_reset)
@@ -545,7 +568,7 @@ static void simple_rnn_step_row(const struct rnn_step_ctx *k, int64_t t, int64_t
 {
     const int64_t h = k->d->hidden;
     float *g = k->hr + b * h;
-    const float *xr = k->xp + rnn_x_row(k, t, b) * h;
+    const float *xr = k->xp + rnn_xp_row(k, t, b) * h;
     float *hb = k->h + b * h;
     for (int64_t j = 0; j < h; j++)
         g[j] += xr[j];
@@ -608,97 +631,272 @@ static void rnn_state_store(const struct rnn_params *p, const struct rnn_dims *d
     }
 }
 
+/* Points k's working buffers into work: the input projection of `rows`
+ * rows, then the per-step buffers (rnn_work_floats' layout for rows =
+ * seq * batch). Returns the summed-bias buffer. */
+static float *rnn_work_split(struct rnn_step_ctx *k, float *work, int64_t rows)
+{
+    const struct rnn_dims *d = k->d;
+    const int64_t gh = rnn_gate_count(k->p->kind) * d->hidden, h = d->hidden;
+    float *xp = work;
+    k->xp = xp;
+    k->hr = xp + rows * gh;
+    float *bias = k->hr + d->batch * gh;
+    k->h = bias + gh;
+    k->c = k->h + d->batch * h;
+    k->tmp = k->c + d->batch * h;
+    k->rh = k->tmp + d->batch * h;
+    return bias;
+}
+
+/* Direction dir into k (activations, peepholes, whether reversed) and its
+ * summed biases into bias. Both biases fold into the input projection,
+ * except GRU's Rb_h, which belongs inside r ⊙ (...) with linear_before_reset
+ * and is added to the R_h product in either case. */
+static void rnn_dir_begin(struct rnn_step_ctx *k, int dir, float *bias)
+{
+    const struct rnn_params *p = k->p;
+    const int64_t h = k->d->hidden, gh = rnn_gate_count(p->kind) * h;
+    k->dir = dir;
+    k->reverse = p->direction == RNN_DIRECTION_REVERSE || (p->direction == RNN_DIRECTION_BIDIRECTIONAL && dir == 1);
+    k->acts = p->acts + dir * p->acts_per_dir;
+    k->peep = k->io->p ? k->io->p + dir * 3 * h : NULL;
+    const float *wb = k->io->b ? k->io->b + dir * 2 * gh : NULL;
+    const float *rb = wb ? wb + gh : NULL;
+    k->wb = wb;
+    k->rb = rb;
+    for (int64_t j = 0; j < gh; j++)
+        bias[j] = wb ? wb[j] + (p->kind == RNN_KIND_GRU && j >= 2 * h ? 0.0f : rb[j]) : 0.0f;
+}
+
+/* xp = x · W^T + bias for `rows` rows of x (in xp's row order). */
+static void rnn_project(const struct rnn_step_ctx *k, const float *x, int64_t rows, const float *bias)
+{
+    const int64_t gh = rnn_gate_count(k->p->kind) * k->d->hidden;
+    const float *w = k->io->w + k->dir * gh * k->d->input;
+    float *xp = (float *)k->xp;
+    rnn_gemm_nt(rows, gh, k->d->input, x, w, xp, gh);
+#pragma omp parallel for schedule(static) if (rows * gh >= RNN_PARALLEL_MIN)
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < gh; j++)
+            xp[i * gh + j] += bias[j];
+}
+
+/* Steps s0 .. s1 - 1 of k's direction, from the state in k->h (and k->c). */
+static void rnn_steps(struct rnn_step_ctx *k, int64_t s0, int64_t s1)
+{
+    const struct rnn_params *p = k->p;
+    const struct rnn_dims *d = k->d;
+    const int64_t h = d->hidden, gh = rnn_gate_count(p->kind) * h;
+    const float *r = k->io->r + k->dir * gh * h, *rb = k->rb;
+    const int parallel = d->batch * gh >= RNN_PARALLEL_MIN;
+    for (int64_t s = s0; s < s1; s++) {
+        if (p->kind == RNN_KIND_LSTM) {
+            rnn_gemm_nt(d->batch, gh, h, k->h, r, k->hr, gh);
+#pragma omp parallel for schedule(static) if (parallel)
+            for (int64_t b = 0; b < d->batch; b++) {
+                int64_t t = rnn_time(k, s, b);
+                if (t >= 0)
+                    lstm_step_row(k, t, b);
+            }
+        } else if (p->kind == RNN_KIND_RNN) {
+            rnn_gemm_nt(d->batch, gh, h, k->h, r, k->hr, gh);
+#pragma omp parallel for schedule(static) if (parallel)
+            for (int64_t b = 0; b < d->batch; b++) {
+                int64_t t = rnn_time(k, s, b);
+                if (t >= 0)
+                    simple_rnn_step_row(k, t, b);
+            }
+        } else {
+            const int lbr = p->linear_before_reset;
+            /* With linear_before_reset the candidate's R_h product needs
+             * only H_{t-1} and joins the z, r GEMM; without, it needs
+             * r ⊙ H_{t-1} and so waits for r. */
+            rnn_gemm_nt(d->batch, lbr ? gh : 2 * h, h, k->h, r, k->hr, gh);
+#pragma omp parallel for schedule(static) if (parallel)
+            for (int64_t b = 0; b < d->batch; b++) {
+                int64_t t = rnn_time(k, s, b);
+                if (t >= 0)
+                    gru_gates_row(k, t, b);
+                else if (!lbr)
+                    memset(k->tmp + b * h, 0, (size_t)h * sizeof(float));
+            }
+            if (!lbr)
+                rnn_gemm_nt(d->batch, h, h, k->tmp, r + 2 * h * h, k->rh, h);
+            for (int64_t b = 0; b < d->batch; b++) {
+                float *rhb = k->rh + b * h;
+                const float *src = lbr ? k->hr + b * gh + 2 * h : rhb;
+                for (int64_t j = 0; j < h; j++)
+                    rhb[j] = src[j] + (rb ? rb[2 * h + j] : 0.0f);
+            }
+#pragma omp parallel for schedule(static) if (parallel)
+            for (int64_t b = 0; b < d->batch; b++) {
+                int64_t t = rnn_time(k, s, b);
+                if (t >= 0)
+                    gru_update_row(k, t, b);
+            }
+        }
+    }
+}
+
 void rnn_forward_f32(const struct rnn_params *p, const struct rnn_dims *d,
                      const struct rnn_io *io, struct rnn_saved *save, float *work)
 {
-    const int64_t g = rnn_gate_count(p->kind), h = d->hidden, gh = g * h;
     const int64_t rows = d->seq * d->batch;
     struct rnn_step_ctx k = { .p = p, .d = d, .io = io, .save = save };
-    float *xp = work;
-    k.hr = xp + rows * gh;
-    float *bias = k.hr + d->batch * gh;
-    k.h = bias + gh;
-    k.c = k.h + d->batch * h;
-    k.tmp = k.c + d->batch * h;
-    k.rh = k.tmp + d->batch * h;
-    k.xp = xp;
+    float *bias = rnn_work_split(&k, work, rows);
 
     /* Rows past a sequence's end are never visited; their Y must read 0. */
     if (io->y && io->seq_lens)
-        memset(io->y, 0, (size_t)(rows * d->dirs * h) * sizeof(float));
-    const int parallel = d->batch * gh >= RNN_PARALLEL_MIN;
-
+        memset(io->y, 0, (size_t)(rows * d->dirs * d->hidden) * sizeof(float));
     for (int dir = 0; dir < d->dirs; dir++) {
-        k.dir = dir;
-        k.reverse = p->direction == RNN_DIRECTION_REVERSE || (p->direction == RNN_DIRECTION_BIDIRECTIONAL && dir == 1);
-        k.acts = p->acts + dir * p->acts_per_dir;
-        k.peep = io->p ? io->p + dir * 3 * h : NULL;
-        const float *w = io->w + dir * gh * d->input;
-        const float *r = io->r + dir * gh * h;
-        const float *wb = io->b ? io->b + dir * 2 * gh : NULL;
-        const float *rb = wb ? wb + gh : NULL;
-
-        /* Both biases fold into the input projection, except GRU's Rb_h,
-         * which belongs inside r ⊙ (...) with linear_before_reset and is
-         * added to the R_h product in either case. */
-        for (int64_t j = 0; j < gh; j++)
-            bias[j] = wb ? wb[j] + (p->kind == RNN_KIND_GRU && j >= 2 * h ? 0.0f : rb[j]) : 0.0f;
-        rnn_gemm_nt(rows, gh, d->input, io->x, w, xp, gh);
-#pragma omp parallel for schedule(static) if (rows * gh >= RNN_PARALLEL_MIN)
-        for (int64_t i = 0; i < rows; i++)
-            for (int64_t j = 0; j < gh; j++)
-                xp[i * gh + j] += bias[j];
-
+        rnn_dir_begin(&k, dir, bias);
+        rnn_project(&k, io->x, rows, bias);
         rnn_state_init(p, d, dir, io->initial_h, k.h);
         if (p->kind == RNN_KIND_LSTM)
             rnn_state_init(p, d, dir, io->initial_c, k.c);
+        rnn_steps(&k, 0, d->seq);
+        rnn_state_store(p, d, dir, io->seq_lens, k.h, io->y_h);
+        if (p->kind == RNN_KIND_LSTM)
+            rnn_state_store(p, d, dir, io->seq_lens, k.c, io->y_c);
+    }
+}
 
-        for (int64_t s = 0; s < d->seq; s++) {
-            if (p->kind == RNN_KIND_LSTM) {
-                rnn_gemm_nt(d->batch, gh, h, k.h, r, k.hr, gh);
-#pragma omp parallel for schedule(static) if (parallel)
-                for (int64_t b = 0; b < d->batch; b++) {
-                    int64_t t = rnn_time(&k, s, b);
-                    if (t >= 0)
-                        lstm_step_row(&k, t, b);
-                }
-            } else if (p->kind == RNN_KIND_RNN) {
-                rnn_gemm_nt(d->batch, gh, h, k.h, r, k.hr, gh);
-#pragma omp parallel for schedule(static) if (parallel)
-                for (int64_t b = 0; b < d->batch; b++) {
-                    int64_t t = rnn_time(&k, s, b);
-                    if (t >= 0)
-                        simple_rnn_step_row(&k, t, b);
-                }
-            } else {
-                const int lbr = p->linear_before_reset;
-                /* With linear_before_reset the candidate's R_h product needs
-                 * only H_{t-1} and joins the z, r GEMM; without, it needs
-                 * r ⊙ H_{t-1} and so waits for r. */
-                rnn_gemm_nt(d->batch, lbr ? gh : 2 * h, h, k.h, r, k.hr, gh);
-#pragma omp parallel for schedule(static) if (parallel)
-                for (int64_t b = 0; b < d->batch; b++) {
-                    int64_t t = rnn_time(&k, s, b);
-                    if (t >= 0)
-                        gru_gates_row(&k, t, b);
-                    else if (!lbr)
-                        memset(k.tmp + b * h, 0, (size_t)h * sizeof(float));
-                }
-                if (!lbr)
-                    rnn_gemm_nt(d->batch, h, h, k.tmp, r + 2 * h * h, k.rh, h);
-                for (int64_t b = 0; b < d->batch; b++) {
-                    float *rhb = k.rh + b * h;
-                    const float *src = lbr ? k.hr + b * gh + 2 * h : rhb;
-                    for (int64_t j = 0; j < h; j++)
-                        rhb[j] = src[j] + (rb ? rb[2 * h + j] : 0.0f);
-                }
-#pragma omp parallel for schedule(static) if (parallel)
-                for (int64_t b = 0; b < d->batch; b++) {
-                    int64_t t = rnn_time(&k, s, b);
-                    if (t >= 0)
-                        gru_update_row(&k, t, b);
-                }
-            }
+/* Steps per chunk of time. The forward kernels projected the input of
+ * every step before the first (seq * batch * gates * hidden floats), and
+ * the gradient kernels saved every step's gates for the backward walk:
+ * an LSTM language model (batch 32, 128 steps, hidden 256) asked 17 MB of
+ * workspace for LSTM and 76 MB for LSTMGrad, and no budget below 0.7x of
+ * its peak trained. Now the forward projects one chunk of steps at a time;
+ * the gradients' replayed forward keeps only the states at chunk starts,
+ * and each chunk, last first, is replayed again from its start with its
+ * gates saved, then walked back: buffers O(chunk), at the cost of a second
+ * forward pass (whatever the chunk count: more chunks only make the dX/dW
+ * GEMMs shorter). Chunks hold at most 1/32 of the whole sequence's buffers,
+ * or 1 MiB where that is more (one chunk for small layers, which then cost
+ * no second pass); from the shapes alone, so a recomputation takes the
+ * same chunks and gives the same bits. */
+#define RNN_CHUNK_PARTS 32
+#define RNN_CHUNK_MIN_BYTES ((int64_t)1 << 20)
+static int64_t rnn_chunk_steps_forced;
+
+int64_t rnn_chunk_steps_set(int64_t steps)
+{
+    int64_t old = rnn_chunk_steps_forced;
+    rnn_chunk_steps_forced = steps > 0 ? steps : 0;
+    return old;
+}
+
+/* Floats per step of the chunk buffers: the input projection, gates,
+ * gates_pre and their gradients (4 gh), the saved states and GRU's R_h
+ * products and their gradients, and a gathered X and dX. */
+static int64_t rnn_chunk_step_floats(const struct rnn_params *p, const struct rnn_dims *d)
+{
+    const int64_t h = d->hidden, gh = rnn_gate_count(p->kind) * h;
+    const int64_t states = p->kind == RNN_KIND_LSTM ? 2 * h : p->kind == RNN_KIND_GRU ? 3 * h : h;
+    return d->batch * (4 * gh + states + 2 * d->input);
+}
+
+/* Steps per chunk for buffers of per_step_floats floats a step. */
+static int64_t rnn_chunk_steps(const struct rnn_dims *d, int64_t per_step_floats)
+{
+    if (d->seq < 1)
+        return 1;
+    if (rnn_chunk_steps_forced)
+        return rnn_chunk_steps_forced < d->seq ? rnn_chunk_steps_forced : d->seq;
+    int64_t per = (int64_t)sizeof(float) * per_step_floats;
+    int64_t bound = per * d->seq / RNN_CHUNK_PARTS;
+    if (bound < RNN_CHUNK_MIN_BYTES)
+        bound = RNN_CHUNK_MIN_BYTES;
+    int64_t nb = per > 0 ? bound / per : d->seq;
+    if (nb < 1)
+        nb = 1;
+    if (nb >= d->seq)
+        return d->seq;
+    int64_t chunks = (d->seq + nb - 1) / nb;
+    return (d->seq + chunks - 1) / chunks;
+}
+
+int64_t rnn_grad_chunk_steps(const struct rnn_params *p, const struct rnn_dims *d)
+{
+    return rnn_chunk_steps(d, rnn_chunk_step_floats(p, d));
+}
+
+/* The forward's: the input projection and a gathered X. */
+int64_t rnn_forward_chunk_steps(const struct rnn_params *p, const struct rnn_dims *d)
+{
+    return rnn_chunk_steps(d, d->batch * (rnn_gate_count(p->kind) * d->hidden + d->input));
+}
+
+/* Gathers the X rows of steps s0 .. s0 + steps - 1 into step-major order
+ * (zeros for rows whose sequence has ended), or scatters a chunk's dX rows
+ * back, adding them in. */
+static void rnn_chunk_gather(const struct rnn_step_ctx *k, int64_t s0, int64_t steps, const float *x, float *xg)
+{
+    const struct rnn_dims *d = k->d;
+    const size_t row = (size_t)d->input * sizeof(float);
+    for (int64_t s = s0; s < s0 + steps; s++)
+        for (int64_t b = 0; b < d->batch; b++) {
+            int64_t t = rnn_time(k, s, b);
+            float *dst = xg + ((s - s0) * d->batch + b) * d->input;
+            if (t >= 0)
+                memcpy(dst, x + rnn_x_row(k, t, b) * d->input, row);
+            else
+                memset(dst, 0, row);
+        }
+}
+
+static void rnn_chunk_scatter_add(const struct rnn_step_ctx *k, int64_t s0, int64_t steps, const float *dxg,
+                                  float *dx)
+{
+    const struct rnn_dims *d = k->d;
+    for (int64_t s = s0; s < s0 + steps; s++)
+        for (int64_t b = 0; b < d->batch; b++) {
+            int64_t t = rnn_time(k, s, b);
+            if (t < 0)
+                continue;
+            const float *src = dxg + ((s - s0) * d->batch + b) * d->input;
+            float *dst = dx + rnn_x_row(k, t, b) * d->input;
+            for (int64_t j = 0; j < d->input; j++)
+                dst[j] += src[j];
+        }
+}
+
+/* The input projection of steps s0 .. s0 + steps - 1 into k->xp: of X's
+ * own rows where the chunk is a block of them (seq-major, forward, full
+ * lengths), else of the rows gathered into xg. Returns the rows used. */
+static const float *rnn_chunk_project(const struct rnn_step_ctx *k, int gather, int64_t s0, int64_t steps,
+                                      float *xg, const float *bias)
+{
+    const float *rows = k->io->x + s0 * k->d->batch * k->d->input;
+    if (gather) {
+        rnn_chunk_gather(k, s0, steps, k->io->x, xg);
+        rows = xg;
+    }
+    rnn_project(k, rows, steps * k->d->batch, bias);
+    return rows;
+}
+
+/* rnn_forward_f32 (without saving) one chunk of `steps` steps at a time:
+ * work holds rnn_work_floats() floats for a sequence of `steps`, xg
+ * steps * batch * input floats for the gathered rows of X. */
+static void rnn_forward_chunked(const struct rnn_params *p, const struct rnn_dims *d, const struct rnn_io *io,
+                                int64_t steps, float *work, float *xg)
+{
+    struct rnn_step_ctx k = { .p = p, .d = d, .io = io, .chunked = 1 };
+    float *bias = rnn_work_split(&k, work, steps * d->batch);
+    if (io->y && io->seq_lens)
+        memset(io->y, 0, (size_t)(d->seq * d->batch * d->dirs * d->hidden) * sizeof(float));
+    for (int dir = 0; dir < d->dirs; dir++) {
+        rnn_dir_begin(&k, dir, bias);
+        const int gather = p->layout || k.reverse || io->seq_lens;
+        rnn_state_init(p, d, dir, io->initial_h, k.h);
+        if (p->kind == RNN_KIND_LSTM)
+            rnn_state_init(p, d, dir, io->initial_c, k.c);
+        for (k.s0 = 0; k.s0 < d->seq; k.s0 += steps) {
+            int64_t s1 = k.s0 + steps < d->seq ? k.s0 + steps : d->seq;
+            rnn_chunk_project(&k, gather, k.s0, s1 - k.s0, xg, bias);
+            rnn_steps(&k, k.s0, s1);
         }
         rnn_state_store(p, d, dir, io->seq_lens, k.h, io->y_h);
         if (p->kind == RNN_KIND_LSTM)
@@ -736,7 +934,12 @@ static int rnn_cpu(struct op_call *c)
     if (rnn_dims_get(c, &d))
         return -1;
     const struct tensor *lens_t = rnn_input(c, RNN_IN_SEQ_LENS);
-    size_t n_work = rnn_work_floats(p, &d);
+    const int64_t steps = rnn_forward_chunk_steps(p, &d);
+    struct rnn_dims dc = d;
+    dc.seq = steps;
+    /* one chunk: the whole sequence projected at once, rnn_forward_f32 */
+    size_t n_gather = steps < d.seq ? (size_t)(steps * d.batch * d.input) : 0;
+    size_t n_work = rnn_work_floats(p, &dc) + n_gather;
     size_t bytes = n_work * sizeof(float) + (lens_t ? (size_t)d.batch * sizeof(int32_t) : 0);
     float *work = rnn_scratch_alloc(c, bytes);
     if (!work)
@@ -765,7 +968,10 @@ static int rnn_cpu(struct op_call *c)
         .y_h = y_h ? y_h->data : NULL,
         .y_c = y_c ? y_c->data : NULL,
     };
-    rnn_forward_f32(p, &d, &io, NULL, work);
+    if (steps < d.seq)
+        rnn_forward_chunked(p, &d, &io, steps, work, work + rnn_work_floats(p, &dc));
+    else
+        rnn_forward_f32(p, &d, &io, NULL, work);
     rnn_scratch_free(c, work);
     return 0;
 }
@@ -807,9 +1013,13 @@ struct rnn_bptt {
     int dir, reverse;
     const struct rnn_act *acts;
     const float *peep, *zeros;
-    /* per direction: gate gradients of every step in X's row order (the
-     * x side: pre-activation gradients), GRU's R_h-product gradients */
+    /* per chunk of steps: gate gradients in the chunk's step-major row
+     * order (rnn_chunk_row; the x side: pre-activation gradients), GRU's
+     * R_h-product gradients */
     float *dg_all, *drh_all;
+    /* the chunk's first step, and the states before it ([batch, hidden]) */
+    int64_t s0;
+    const float *ckpt_h, *ckpt_c;
     /* per step, [batch, ...] with zero rows for ended sequences: the
      * recurrent-side gate gradients, H_{t-1}, the R_h GEMM's operand */
     float *dgs, *hprev, *hin;
@@ -831,14 +1041,15 @@ static int64_t bptt_time(const struct rnn_bptt *k, int64_t s, int64_t b)
     return k->reverse ? len - 1 - s : s;
 }
 
-static int64_t bptt_x_row(const struct rnn_bptt *k, int64_t t, int64_t b)
+/* Row of (t, b) in the chunk's buffers (the saved values, dg_all, drh_all). */
+static int64_t bptt_row(const struct rnn_bptt *k, int64_t t, int64_t b)
 {
-    return k->p->layout ? b * k->d->seq + t : t * k->d->batch + b;
+    return rnn_chunk_row(k->d, k->io->seq_lens, k->reverse, k->s0, t, b);
 }
 
 static const float *bptt_saved(const struct rnn_bptt *k, const float *base, int64_t t, int64_t b, int64_t width)
 {
-    return base + (((int64_t)k->dir * k->d->seq + t) * k->d->batch + b) * width;
+    return base + bptt_row(k, t, b) * width;
 }
 
 static int64_t bptt_state_off(const struct rnn_bptt *k, int64_t b)
@@ -847,14 +1058,17 @@ static int64_t bptt_state_off(const struct rnn_bptt *k, int64_t b)
     return k->p->layout ? (b * d->dirs + k->dir) * d->hidden : ((int64_t)k->dir * d->batch + b) * d->hidden;
 }
 
-/* The state before time t of row b: the neighbouring step's saved state,
- * else the initial state (zeros when omitted). */
-static const float *bptt_prev(const struct rnn_bptt *k, const float *saved, const float *init, int64_t t,
-                              int64_t b)
+/* The state before time t of row b: the previous step's saved state, the
+ * state the chunk started from (its first step), else the initial state
+ * (zeros when omitted). */
+static const float *bptt_prev(const struct rnn_bptt *k, const float *saved, const float *ckpt, const float *init,
+                              int64_t t, int64_t b)
 {
-    int64_t tp = k->reverse ? t + 1 : t - 1;
-    if (tp >= 0 && tp < bptt_len(k, b))
-        return bptt_saved(k, saved, tp, b, k->d->hidden);
+    int64_t s = k->reverse ? bptt_len(k, b) - 1 - t : t;
+    if (s > k->s0)
+        return bptt_saved(k, saved, k->reverse ? t + 1 : t - 1, b, k->d->hidden);
+    if (s > 0)
+        return ckpt + b * k->d->hidden;
     return init ? init + bptt_state_off(k, b) : k->zeros;
 }
 
@@ -881,11 +1095,11 @@ static void lstm_back_row(const struct rnn_bptt *k, int64_t t, int64_t b)
     const int64_t h = k->d->hidden, gh = 4 * h;
     const float *g = bptt_saved(k, k->sv->gates, t, b, gh), *pre = bptt_saved(k, k->sv->gates_pre, t, b, gh);
     const float *ct = bptt_saved(k, k->sv->cells, t, b, h);
-    const float *cp = bptt_prev(k, k->sv->cells, k->io->initial_c, t, b);
-    const float *hp = bptt_prev(k, k->sv->hiddens, k->io->initial_h, t, b);
+    const float *cp = bptt_prev(k, k->sv->cells, k->ckpt_c, k->io->initial_c, t, b);
+    const float *hp = bptt_prev(k, k->sv->hiddens, k->ckpt_h, k->io->initial_h, t, b);
     const float *dy = bptt_dy(k, t, b), *peep = k->peep;
     float *dh = k->dh + b * h, *dc = k->dc + b * h, *dpr = k->dp_rows + b * 3 * h;
-    float *dg = k->dg_all + bptt_x_row(k, t, b) * gh;
+    float *dg = k->dg_all + bptt_row(k, t, b) * gh;
     const struct rnn_act *fa = &k->acts[0], *ga = &k->acts[1], *ha = &k->acts[2];
     for (int64_t j = 0; j < h; j++) {
         float dhj = dh[j] + (dy ? dy[j] : 0.0f);
@@ -922,10 +1136,10 @@ static void simple_rnn_back_row(const struct rnn_bptt *k, int64_t t, int64_t b)
 {
     const int64_t h = k->d->hidden;
     const float *pre = bptt_saved(k, k->sv->gates_pre, t, b, h);
-    const float *hp = bptt_prev(k, k->sv->hiddens, k->io->initial_h, t, b);
+    const float *hp = bptt_prev(k, k->sv->hiddens, k->ckpt_h, k->io->initial_h, t, b);
     const float *dy = bptt_dy(k, t, b);
     const float *dh = k->dh + b * h;
-    float *dg = k->dg_all + bptt_x_row(k, t, b) * h;
+    float *dg = k->dg_all + bptt_row(k, t, b) * h;
     for (int64_t j = 0; j < h; j++)
         dg[j] = (dh[j] + (dy ? dy[j] : 0.0f)) * bptt_gate_grad(k, &k->acts[0], pre[j]);
     memcpy(k->dgs + b * h, dg, (size_t)h * sizeof(float));
@@ -940,10 +1154,10 @@ static void gru_back_row_candidate(const struct rnn_bptt *k, int64_t t, int64_t 
     const int lbr = k->p->linear_before_reset;
     const float *g = bptt_saved(k, k->sv->gates, t, b, gh), *pre = bptt_saved(k, k->sv->gates_pre, t, b, gh);
     const float *rh = bptt_saved(k, k->sv->gru_rh, t, b, h);
-    const float *hp = bptt_prev(k, k->sv->hiddens, k->io->initial_h, t, b);
+    const float *hp = bptt_prev(k, k->sv->hiddens, k->ckpt_h, k->io->initial_h, t, b);
     const float *dy = bptt_dy(k, t, b);
     const float *dh = k->dh + b * h;
-    float *dg = k->dg_all + bptt_x_row(k, t, b) * gh, *drh = k->drh_all + bptt_x_row(k, t, b) * h;
+    float *dg = k->dg_all + bptt_row(k, t, b) * gh, *drh = k->drh_all + bptt_row(k, t, b) * h;
     float *dgs = k->dgs + b * gh, *part = k->part + b * h, *hin = k->hin + b * h;
     for (int64_t j = 0; j < h; j++) {
         float dhj = dh[j] + (dy ? dy[j] : 0.0f);
@@ -968,7 +1182,7 @@ static void gru_back_row_gates(const struct rnn_bptt *k, int64_t t, int64_t b)
     const int64_t h = k->d->hidden, gh = 3 * h;
     const float *g = bptt_saved(k, k->sv->gates, t, b, gh), *pre = bptt_saved(k, k->sv->gates_pre, t, b, gh);
     const float *hp = k->hprev + b * h, *tmp2 = k->tmp2 + b * h;
-    float *dg = k->dg_all + bptt_x_row(k, t, b) * gh;
+    float *dg = k->dg_all + bptt_row(k, t, b) * gh;
     float *dgs = k->dgs + b * gh, *part = k->part + b * h;
     for (int64_t j = 0; j < h; j++) {
         if (!k->p->linear_before_reset) {
@@ -982,22 +1196,13 @@ static void gru_back_row_gates(const struct rnn_bptt *k, int64_t t, int64_t b)
     }
 }
 
-/* One direction's walk; accumulates into the gradient outputs. */
-static void rnn_bptt_direction(struct rnn_bptt *k, const float *x, const float *w, const float *r,
-                               float *dx, float *dw, float *dr, float *db, float *dinit_h, float *dinit_c,
-                               float *dp)
+/* The start of one direction's walk: dH and dC from dY_h and dY_c (a
+ * length-0 sequence's final state is 0 whatever came in: no gradient). */
+static void rnn_bptt_begin(struct rnn_bptt *k)
 {
-    const struct rnn_params *p = k->p;
     const struct rnn_dims *d = k->d;
-    const int64_t h = d->hidden, gh = rnn_gate_count(p->kind) * h, rows = d->seq * d->batch;
-    const int lstm = p->kind == RNN_KIND_LSTM, gru = p->kind == RNN_KIND_GRU;
-    const int parallel = d->batch * gh >= RNN_PARALLEL_MIN;
-
-    memset(k->dg_all, 0, (size_t)(rows * gh) * sizeof(float));
-    if (gru)
-        memset(k->drh_all, 0, (size_t)(rows * h) * sizeof(float));
+    const int64_t h = d->hidden;
     memset(k->dp_rows, 0, (size_t)(d->batch * 3 * h) * sizeof(float));
-    /* A length-0 sequence's final state is 0 whatever came in: no gradient. */
     for (int64_t b = 0; b < d->batch; b++) {
         int live = bptt_len(k, b) > 0;
         const int64_t off = bptt_state_off(k, b);
@@ -1006,8 +1211,22 @@ static void rnn_bptt_direction(struct rnn_bptt *k, const float *x, const float *
             k->dc[b * h + j] = live && k->dy_c ? k->dy_c[off + j] : 0.0f;
         }
     }
+}
 
-    for (int64_t s = d->seq - 1; s >= 0; s--) {
+/* Steps s1 - 1 down to k->s0 of the walk, whose saved values (k->sv) hold
+ * those steps; the gate gradients land in k->dg_all (and k->drh_all). */
+static void rnn_bptt_steps(struct rnn_bptt *k, const float *r, float *dr, int64_t s1)
+{
+    const struct rnn_params *p = k->p;
+    const struct rnn_dims *d = k->d;
+    const int64_t h = d->hidden, gh = rnn_gate_count(p->kind) * h, rows = (s1 - k->s0) * d->batch;
+    const int lstm = p->kind == RNN_KIND_LSTM, gru = p->kind == RNN_KIND_GRU;
+    const int parallel = d->batch * gh >= RNN_PARALLEL_MIN;
+
+    memset(k->dg_all, 0, (size_t)(rows * gh) * sizeof(float));
+    if (gru)
+        memset(k->drh_all, 0, (size_t)(rows * h) * sizeof(float));
+    for (int64_t s = s1 - 1; s >= k->s0; s--) {
         memset(k->dgs, 0, (size_t)(d->batch * gh) * sizeof(float));
         memset(k->hprev, 0, (size_t)(d->batch * h) * sizeof(float));
         memset(k->hin, 0, (size_t)(d->batch * h) * sizeof(float));
@@ -1062,23 +1281,45 @@ static void rnn_bptt_direction(struct rnn_bptt *k, const float *x, const float *
                 k->dh[b * h + j] = k->tmp[b * h + j] + (gru ? k->part[b * h + j] : 0.0f);
         }
     }
+}
 
-    bptt_gemm(0, 0, rows, d->input, gh, k->dg_all, gh, w, d->input, dx, d->input);
-    bptt_gemm(1, 0, gh, d->input, rows, k->dg_all, gh, x, d->input, dw, d->input);
-    /* Biases: both halves see the x-side gate gradients, except GRU's Rb_h,
-     * which sits inside the R_h product. Summed in row order. */
+/* The chunk's share of dX, dW and dB from its gate gradients (`rows` rows
+ * in step-major order): xg is the chunk's X in that order; dxg, when not
+ * NULL, where its dX goes before the rows are added into dx (a gathered
+ * chunk), else dx is the chunk's own rows of dX. Biases: both halves see
+ * the x-side gate gradients, except GRU's Rb_h, which sits inside the R_h
+ * product; summed in row order, chunk by chunk. */
+static void rnn_bptt_chunk_params(const struct rnn_bptt *k, int64_t rows, const float *xg, const float *w,
+                                  float *dxg, float *dx, float *dw, float *db)
+{
+    const struct rnn_params *p = k->p;
+    const struct rnn_dims *d = k->d;
+    const int64_t h = d->hidden, gh = rnn_gate_count(p->kind) * h;
+    if (dxg) {
+        memset(dxg, 0, (size_t)(rows * d->input) * sizeof(float));
+        bptt_gemm(0, 0, rows, d->input, gh, k->dg_all, gh, w, d->input, dxg, d->input);
+    } else {
+        bptt_gemm(0, 0, rows, d->input, gh, k->dg_all, gh, w, d->input, dx, d->input);
+    }
+    bptt_gemm(1, 0, gh, d->input, rows, k->dg_all, gh, xg, d->input, dw, d->input);
     for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < gh; j++)
             db[j] += k->dg_all[i * gh + j];
-    for (int64_t j = 0; j < gh; j++)
-        db[gh + j] = db[j];
-    if (gru) {
-        for (int64_t j = 0; j < h; j++)
-            db[gh + 2 * h + j] = 0.0f;
+    if (p->kind == RNN_KIND_GRU)
         for (int64_t i = 0; i < rows; i++)
             for (int64_t j = 0; j < h; j++)
                 db[gh + 2 * h + j] += k->drh_all[i * h + j];
-    }
+}
+
+/* The end of one direction's walk: the recurrent bias halves, the initial
+ * states' and the peepholes' gradients. */
+static void rnn_bptt_end(const struct rnn_bptt *k, float *db, float *dinit_h, float *dinit_c, float *dp)
+{
+    const struct rnn_dims *d = k->d;
+    const int64_t h = d->hidden, gh = rnn_gate_count(k->p->kind) * h;
+    const int64_t copied = k->p->kind == RNN_KIND_GRU ? 2 * h : gh;
+    for (int64_t j = 0; j < copied; j++)
+        db[gh + j] = db[j];
     for (int64_t b = 0; b < d->batch; b++) {
         const int64_t off = bptt_state_off(k, b);
         int live = bptt_len(k, b) > 0;
@@ -1162,18 +1403,22 @@ static int rnn_grad_cpu(struct op_call *c)
         return -1;
     const int lstm = p->kind == RNN_KIND_LSTM, gru = p->kind == RNN_KIND_GRU;
     const size_t h = (size_t)d.hidden, gh = (size_t)rnn_gate_count(p->kind) * h, batch = (size_t)d.batch;
-    const size_t rows = (size_t)(d.seq * d.batch), saved = (size_t)d.dirs * rows;
-    const size_t n_work = rnn_work_floats(p, &d);
+    const int64_t steps = rnn_grad_chunk_steps(p, &d), n_chunks = (d.seq + steps - 1) / steps;
+    const size_t rows = (size_t)steps * batch;
+    struct rnn_dims dc = d;
+    dc.seq = steps;
     const size_t sizes[] = {
-        n_work,
-        saved * gh, saved * gh,             /* gates, gates_pre */
-        lstm ? saved * h : 0,               /* cells */
-        saved * h,                          /* hiddens */
-        gru ? saved * h : 0,                /* gru_rh */
+        rnn_work_floats(p, &dc),            /* one chunk's input projection, the step buffers */
+        rows * gh, rows * gh,               /* gates, gates_pre */
+        lstm ? rows * h : 0,                /* cells */
+        rows * h,                           /* hiddens */
+        gru ? rows * h : 0,                 /* gru_rh */
         rows * gh, gru ? rows * h : 0,      /* dg_all, drh_all */
         batch * gh, batch * h, batch * h,   /* dgs, hprev, hin */
         batch * h, batch * h, batch * h, batch * h, batch * h,   /* dh, dc, tmp, tmp2, part */
         batch * 3 * h, h,                   /* dp_rows, zeros */
+        rows * (size_t)d.input, rows * (size_t)d.input,          /* gathered X and dX */
+        (size_t)n_chunks * batch * h * (lstm ? 2 : 1),           /* states at chunk starts */
         batch,                              /* sequence lengths (int32) */
     };
     enum { N_BUF = sizeof sizes / sizeof sizes[0] };
@@ -1192,7 +1437,7 @@ static int rnn_grad_cpu(struct op_call *c)
     const struct tensor *lens_t = rnn_input(c, RNN_IN_SEQ_LENS);
     int32_t *lens = NULL;
     if (lens_t) {
-        lens = (int32_t *)buf[18];
+        lens = (int32_t *)buf[21];
         if (rnn_lens_load(c, &d, lens_t, lens)) {
             rnn_scratch_free(c, block);
             return -1;
@@ -1210,7 +1455,6 @@ static int rnn_grad_cpu(struct op_call *c)
     };
     struct rnn_saved sv = { .gates = buf[1], .gates_pre = buf[2], .cells = lstm ? buf[3] : NULL,
                             .hiddens = buf[4], .gru_rh = gru ? buf[5] : NULL };
-    rnn_forward_f32(p, &d, &io, &sv, buf[0]);
 
     float *out[7] = { 0 };
     for (int i = 0; i < c->n_out && i < 7; i++) {
@@ -1225,16 +1469,61 @@ static int rnn_grad_cpu(struct op_call *c)
         .zeros = buf[17], .dg_all = buf[6], .drh_all = buf[7], .dgs = buf[8], .hprev = buf[9], .hin = buf[10],
         .dh = buf[11], .dc = buf[12], .tmp = buf[13], .tmp2 = buf[14], .part = buf[15], .dp_rows = buf[16],
     };
+    struct rnn_step_ctx f = { .p = p, .d = &d, .io = &io, .chunked = 1 };
+    float *bias = rnn_work_split(&f, buf[0], (int64_t)rows);
+    float *xg = buf[18], *dxg = buf[19], *ckpt = buf[20];
+    const size_t state = batch * h;
     for (int dir = 0; dir < d.dirs; dir++) {
+        rnn_dir_begin(&f, dir, bias);
+        const int gather = p->layout || f.reverse || lens;
+        const float *w = io.w + dir * gh * (size_t)d.input, *r = io.r + dir * gh * h;
+        float *dw = out[RNN_GRAD_OUT_DW] + dir * gh * (size_t)d.input, *dr = out[RNN_GRAD_OUT_DR] + dir * gh * h;
+        float *db = out[RNN_GRAD_OUT_DB] + dir * 2 * gh;
+        /* The replayed forward, keeping the states at every chunk's start
+         * (one chunk: just the initial states, and no pass of its own). */
+        rnn_state_init(p, &d, dir, io.initial_h, f.h);
+        if (lstm)
+            rnn_state_init(p, &d, dir, io.initial_c, f.c);
+        f.save = NULL;
+        for (int64_t i = 0; i < n_chunks; i++) {
+            float *ch = ckpt + (size_t)i * state * (lstm ? 2 : 1);
+            memcpy(ch, f.h, state * sizeof(float));
+            if (lstm)
+                memcpy(ch + state, f.c, state * sizeof(float));
+            if (n_chunks == 1)
+                break;
+            f.s0 = i * steps;
+            int64_t s1 = f.s0 + steps < d.seq ? f.s0 + steps : d.seq;
+            rnn_chunk_project(&f, gather, f.s0, s1 - f.s0, xg, bias);
+            rnn_steps(&f, f.s0, s1);
+        }
+        /* Backwards, chunk by chunk: replay it with its gates saved, walk it. */
         k.dir = dir;
-        k.reverse = p->direction == RNN_DIRECTION_REVERSE || (p->direction == RNN_DIRECTION_BIDIRECTIONAL && dir == 1);
-        k.acts = p->acts + dir * p->acts_per_dir;
-        k.peep = io.p ? io.p + dir * 3 * (int64_t)h : NULL;
-        rnn_bptt_direction(&k, io.x, io.w + dir * gh * (size_t)d.input, io.r + dir * gh * h,
-                           out[RNN_GRAD_OUT_DX], out[RNN_GRAD_OUT_DW] + dir * gh * (size_t)d.input,
-                           out[RNN_GRAD_OUT_DR] + dir * gh * h, out[RNN_GRAD_OUT_DB] + dir * 2 * gh,
-                           out[RNN_GRAD_OUT_DINITIAL_H], out[RNN_GRAD_OUT_DINITIAL_C],
-                           out[RNN_GRAD_OUT_DP] ? out[RNN_GRAD_OUT_DP] + dir * 3 * h : NULL);
+        k.reverse = f.reverse;
+        k.acts = f.acts;
+        k.peep = f.peep;
+        rnn_bptt_begin(&k);
+        f.save = &sv;
+        for (int64_t i = n_chunks - 1; i >= 0; i--) {
+            const float *ch = ckpt + (size_t)i * state * (lstm ? 2 : 1);
+            f.s0 = k.s0 = i * steps;
+            int64_t s1 = f.s0 + steps < d.seq ? f.s0 + steps : d.seq, n_rows = (s1 - f.s0) * d.batch;
+            memcpy(f.h, ch, state * sizeof(float));
+            if (lstm)
+                memcpy(f.c, ch + state, state * sizeof(float));
+            k.ckpt_h = ch;
+            k.ckpt_c = lstm ? ch + state : NULL;
+            const float *xrows = rnn_chunk_project(&f, gather, f.s0, s1 - f.s0, xg, bias);
+            rnn_steps(&f, f.s0, s1);
+            rnn_bptt_steps(&k, r, dr, s1);
+            float *dx = out[RNN_GRAD_OUT_DX];
+            rnn_bptt_chunk_params(&k, n_rows, xrows, w, gather ? dxg : NULL,
+                                  gather ? dx : dx + f.s0 * d.batch * d.input, dw, db);
+            if (gather)
+                rnn_chunk_scatter_add(&f, f.s0, s1 - f.s0, dxg, dx);
+        }
+        rnn_bptt_end(&k, db, out[RNN_GRAD_OUT_DINITIAL_H], out[RNN_GRAD_OUT_DINITIAL_C],
+                     out[RNN_GRAD_OUT_DP] ? out[RNN_GRAD_OUT_DP] + dir * 3 * h : NULL);
     }
     rnn_scratch_free(c, block);
     return 0;

@@ -481,6 +481,129 @@ START_TEST(test_conv_chunked)
 }
 END_TEST
 
+/* The path within the workspace cap (nn_conv_path_choose): on every
+ * geometry, direction and cap (the rule's; each path's own workspace; 1
+ * byte), the chosen path's workspace fits the cap, or no path fits and it
+ * has the least; the dispatcher gives the forced path's bytes exactly (the
+ * same path), close to the reference; and no path holds more scratch at
+ * once than nn_conv_path_workspace() said. */
+#define WS_SLOTS 16
+static void *ws_ptr[WS_SLOTS];
+static size_t ws_size[WS_SLOTS], ws_live, ws_most;
+
+static void *ws_scratch_alloc(void *ctx, size_t bytes)
+{
+    void *p = testops_scratch_alloc(ctx, bytes);
+    for (int i = 0; p && i < WS_SLOTS; i++)
+        if (!ws_ptr[i]) {
+            ws_ptr[i] = p;
+            ws_size[i] = bytes;
+            ws_live += bytes;
+            ws_most = ws_live > ws_most ? ws_live : ws_most;
+            break;
+        }
+    return p;
+}
+
+static void ws_scratch_free(void *ctx, void *p)
+{
+    for (int i = 0; p && i < WS_SLOTS; i++)
+        if (ws_ptr[i] == p) {
+            ws_live -= ws_size[i];
+            ws_ptr[i] = NULL;
+        }
+    testops_scratch_free(ctx, p);
+}
+
+/* Runs direction `dir` on path `path` (-1: the dispatcher) into out (Y, dX
+ * or dW; dB after dW). */
+static int ws_run(const struct op_call *c, const struct nn_geom *g, int dir, int path, const float *x,
+                  const float *w, const float *b, const float *dy, float *out)
+{
+    int64_t ws = g->m * (g->c / g->group) * nn_geom_k_size(g);
+    float *db = b ? out + ws : NULL;
+    switch (dir) {
+    case NN_CONV_FWD:
+        return path < 0 ? nn_conv_forward(c, g, x, w, b, out)
+               : path == NN_CONV_PATH_GEMM ? nn_conv_forward_gemm(c, g, x, w, b, out)
+               : path == NN_CONV_PATH_PLAIN ? nn_conv_forward_dnnl(c, g, x, w, b, out)
+               : nn_conv_forward_dnnl_blocked(c, g, x, w, b, out);
+    case NN_CONV_BWD_DATA:
+        return path < 0 ? nn_conv_backward_data(c, g, dy, w, out)
+               : path == NN_CONV_PATH_GEMM ? nn_conv_backward_data_gemm(c, g, dy, w, out)
+               : nn_conv_backward_data_dnnl(c, g, dy, w, out, path == NN_CONV_PATH_BLOCKED);
+    default:
+        return path < 0 ? nn_conv_backward_weights(c, g, x, dy, out, db)
+               : path == NN_CONV_PATH_GEMM ? nn_conv_backward_weights_gemm(c, g, x, dy, out, db)
+               : nn_conv_backward_weights_dnnl(c, g, x, dy, out, db, path == NN_CONV_PATH_BLOCKED);
+    }
+}
+
+START_TEST(test_conv_workspace_choice)
+{
+    const struct conv_case *cc = &conv_cases[_i];
+    struct nn_geom g;
+    conv_geom_make(cc, &g);
+    int64_t xs = g.n * g.c * nn_geom_in_size(&g), ws = g.m * (g.c / g.group) * nn_geom_k_size(&g);
+    int64_t ys = g.n * g.m * nn_geom_out_size(&g);
+    float *x = rnd_array(xs), *w = rnd_array(ws), *b = cc->bias ? rnd_array(g.m) : NULL, *dy = rnd_array(ys);
+    double *ref[3] = { malloc(sizeof(double) * ys), malloc(sizeof(double) * xs),
+                       malloc(sizeof(double) * (ws + g.m)) };
+    conv_reference(&g, x, w, b, ref[0]);
+    conv_backward_reference(&g, x, w, dy, ref[1], ref[2], ref[2] + ws);
+    int64_t most = xs > ys ? xs : ys;
+    most = most > ws + g.m ? most : ws + g.m;
+    float *got = malloc(sizeof(float) * most), *want = malloc(sizeof(float) * most);
+    struct op_env env = test_env;
+    env.scratch_alloc = ws_scratch_alloc;
+    env.scratch_free = ws_scratch_free;
+    struct op_call c = bare_call();
+    c.env = &env;
+    static const char *dirs[3] = { "forward", "backward-data", "backward-weights" };
+    for (int dir = 0; dir < 3; dir++) {
+        int64_t n_out = dir == NN_CONV_FWD ? ys : dir == NN_CONV_BWD_DATA ? xs : ws + (b ? g.m : 0);
+        size_t bytes[3], least = SIZE_MAX;
+        int have[3];
+        for (int p = 0; p < 3; p++) {
+            have[p] = !nn_conv_path_workspace(&c, &g, b != NULL, dir, p, &bytes[p]);
+            if (!have[p])
+                continue;
+            least = bytes[p] < least ? bytes[p] : least;
+            ws_live = ws_most = 0;
+            ck_assert_msg(!ws_run(&c, &g, dir, p, x, w, b, dy, got), "case %d %s path %d: %s", _i, dirs[dir], p,
+                          err_buf);
+            ck_assert_msg(ws_most <= bytes[p], "case %d %s path %d: held %zu bytes of scratch, estimated %zu", _i,
+                          dirs[dir], p, ws_most, bytes[p]);
+        }
+        ck_assert_msg(have[NN_CONV_PATH_GEMM], "case %d: im2col + sgemm is always there", _i);
+        int64_t caps[5] = { 0, (int64_t)bytes[0], (int64_t)bytes[1], (int64_t)bytes[2], 1 };
+        for (int k = 0; k < 5; k++) {
+            if (k && (!caps[k] || (k >= 1 && k <= 3 && !have[k - 1])))
+                continue;
+            int64_t saved = nn_conv_workspace_cap_set(caps[k]);
+            size_t cap = nn_conv_workspace_cap(&g);
+            enum nn_conv_path path = nn_conv_path_choose(&c, &g, b != NULL, dir);
+            ck_assert_msg(path == nn_conv_path_choose(&c, &g, b != NULL, dir), "case %d %s: the choice changed", _i,
+                          dirs[dir]);
+            ck_assert_msg(have[path] && (bytes[path] <= cap || bytes[path] == least),
+                          "case %d %s cap %zu: chose path %d of %zu bytes (paths: %zu %zu %zu)", _i, dirs[dir], cap,
+                          (int)path, bytes[path], bytes[0], bytes[1], bytes[2]);
+            ck_assert_msg(!ws_run(&c, &g, dir, -1, x, w, b, dy, got) && !ws_run(&c, &g, dir, path, x, w, b, dy, want),
+                          "case %d %s: %s", _i, dirs[dir], err_buf);
+            nn_conv_workspace_cap_set(saved);
+            ck_assert_msg(!memcmp(got, want, sizeof(float) * (size_t)n_out),
+                          "case %d %s cap %zu: the dispatcher's result differs from path %d's", _i, dirs[dir], cap,
+                          (int)path);
+            char what[96];
+            snprintf(what, sizeof what, "case %d %s cap %zu", _i, dirs[dir], cap);
+            assert_close(got, ref[dir], n_out, 1e-4, what);
+        }
+    }
+    ck_assert_msg(testops_scratch_live == 0, "case %d: scratch left allocated", _i);
+    free(x); free(w); free(b); free(dy); free(ref[0]); free(ref[1]); free(ref[2]); free(got); free(want);
+}
+END_TEST
+
 /* Pooling: our loops and oneDNN agree wherever oneDNN is used, on geometries
  * with ceil_mode, dilations, asymmetric pads, 1-D and 3-D. */
 struct pool_case {
@@ -837,6 +960,7 @@ int main(void)
     tcase_add_test(tc, test_conv_bad_attrs);
     tcase_add_test(tc, test_registry_versions);
     tcase_add_loop_test(tc, test_conv_chunked, 0, (int)(sizeof chunk_cases / sizeof chunk_cases[0]));
+    tcase_add_loop_test(tc, test_conv_workspace_choice, 0, (int)(sizeof conv_cases / sizeof conv_cases[0]));
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -651,6 +651,142 @@ START_TEST(test_recurrent_large_deterministic)
 }
 END_TEST
 
+/* The gradient kernels walk back through time in chunks, each replayed from
+ * the state at its start (rnn_chunk_steps_set): for every kind,
+ * direction, layout, sequence lengths, peepholes and clip, chunks of 1, 2
+ * and 4 steps give the one-chunk gradients (which gradcheck checks against
+ * finite differences) to float rounding, and the same bits run to run. */
+static int run_grad_node(const char *op, struct test_attrs *attrs, const struct tensor *const *in,
+                         struct tensor *out, int n_out)
+{
+    int version = 0;
+    const struct op_def *def = op_registry_find("dtrexec", op, 1, &version);
+    ck_assert_msg(def != NULL, "%s not registered", op);
+    struct onnx_node node = { .name = "g0", .op_type = (char *)op, .domain = "dtrexec",
+                              .n_attrs = attrs->n, .attrs = attrs->a };
+    void *params = NULL;
+    err_buf[0] = 0;
+    if (def->parse && def->parse(&node, version, &params, err_buf, sizeof err_buf))
+        return -1;
+    struct op_env env = { .scratch_alloc = testops_scratch_alloc, .scratch_free = testops_scratch_free,
+                          .backend = &backend_cpu, .threads = 1, .err = err_buf, .err_size = sizeof err_buf };
+    struct tensor *outs[7];
+    for (int i = 0; i < n_out; i++) {
+        memset(&out[i], 0, sizeof out[i]);
+        outs[i] = &out[i];
+    }
+    struct op_call call = { .def = def, .version = version, .params = params, .node_name = "g0",
+                            .n_in = 11, .in = in, .n_out = n_out, .out = outs, .env = &env };
+    int rc = def->infer(&call);
+    for (int i = 0; rc == 0 && i < n_out; i++) {
+        size_t bytes = tensor_size_bytes(outs[i]);
+        outs[i]->data = malloc(bytes ? bytes : 1);
+        memset(outs[i]->data, 0x7f, bytes);
+    }
+    if (rc == 0) {
+        testops_scratch_live = 0;
+        rc = def->kernel[BACKEND_CPU](&call);
+        ck_assert_msg(testops_scratch_live == 0, "%s left %d scratch blocks allocated", op, testops_scratch_live);
+    }
+    free(params);
+    return rc;
+}
+
+START_TEST(test_recurrent_grad_chunks)
+{
+    static const char *const ops[3] = { [RNN_KIND_RNN] = "RNNGrad", [RNN_KIND_GRU] = "GRUGrad",
+                                        [RNN_KIND_LSTM] = "LSTMGrad" };
+    static const char *const dirs[3] = { "forward", "reverse", "bidirectional" };
+    const int64_t S = 7, B = 3, I = 5, H = 4;
+    int k = 0;
+    for (int kind = 0; kind < 3; kind++)
+        for (int dir = 0; dir < 3; dir++)
+            for (int variant = 0; variant < 2; variant++, k++) {
+                const int lstm = kind == RNN_KIND_LSTM, D = dir == 2 ? 2 : 1, G = rnn_gate_count(kind);
+                const int layout = variant, has_sl = variant || k % 3 == 0;
+                struct test_attrs a = { 0 };
+                attr_string(&a, "direction", dirs[dir]);
+                attr_int(&a, "hidden_size", H);
+                attr_int(&a, "layout", layout);
+                if (k % 4 == 1)
+                    attr_float(&a, "clip", 0.7f);
+                if (kind == RNN_KIND_GRU)
+                    attr_int(&a, "linear_before_reset", variant);
+                int64_t xd[3] = { S, B, I }, sd[3] = { D, B, H }, yd[4] = { S, D, B, H };
+                if (layout) {
+                    xd[0] = B; xd[1] = S;
+                    sd[0] = B; sd[1] = D;
+                    yd[0] = B; yd[1] = S; yd[2] = D;
+                }
+                float *x = filled(S * B * I, 0.1 + k, 1.0), *w = filled(D * G * H * I, 0.7 + k, 0.5);
+                float *r = filled(D * G * H * H, 1.3 + k, 0.5), *bb = filled(D * 2 * G * H, 1.9 + k, 0.3);
+                float *h0 = filled(D * B * H, 2.3 + k, 0.4), *c0 = filled(D * B * H, 2.9 + k, 0.4);
+                float *pp = filled(D * 3 * H, 3.1 + k, 0.3), *dy = filled(S * D * B * H, 3.7 + k, 1.0);
+                float *dyh = filled(D * B * H, 4.1 + k, 1.0), *dyc = filled(D * B * H, 4.3 + k, 1.0);
+                int32_t sl[3] = { 7, 3, 5 };
+                if (k % 2)
+                    sl[1] = 0;
+                struct tensor tx = make_tensor(ONNX_DTYPE_FLOAT, 3, xd, x);
+                struct tensor tw = make_tensor(ONNX_DTYPE_FLOAT, 3, (int64_t[]){ D, G * H, I }, w);
+                struct tensor tr = make_tensor(ONNX_DTYPE_FLOAT, 3, (int64_t[]){ D, G * H, H }, r);
+                struct tensor tb = make_tensor(ONNX_DTYPE_FLOAT, 2, (int64_t[]){ D, 2 * G * H }, bb);
+                struct tensor tsl = make_tensor(ONNX_DTYPE_INT32, 1, (int64_t[]){ B }, sl);
+                struct tensor th0 = make_tensor(ONNX_DTYPE_FLOAT, 3, sd, h0);
+                struct tensor tc0 = make_tensor(ONNX_DTYPE_FLOAT, 3, sd, c0);
+                struct tensor tp = make_tensor(ONNX_DTYPE_FLOAT, 2, (int64_t[]){ D, 3 * H }, pp);
+                struct tensor tdy = make_tensor(ONNX_DTYPE_FLOAT, 4, yd, dy);
+                struct tensor tdyh = make_tensor(ONNX_DTYPE_FLOAT, 3, sd, dyh);
+                struct tensor tdyc = make_tensor(ONNX_DTYPE_FLOAT, 3, sd, dyc);
+                const struct tensor *in[11] = { &tx, &tw, &tr, &tb, has_sl ? &tsl : NULL, &th0,
+                                                lstm ? &tc0 : NULL, lstm && k % 3 != 2 ? &tp : NULL,
+                                                &tdy, &tdyh, lstm ? &tdyc : NULL };
+                const int n_out = lstm ? 7 : 5;
+                struct tensor whole[7], again[7], part[7];
+                int64_t saved = rnn_chunk_steps_set(0);
+                ck_assert_msg(!run_grad_node(ops[kind], &a, in, whole, n_out), "%s case %d: %s", ops[kind], k, err_buf);
+                static const int64_t chunk_steps[3] = { 1, 2, 4 };
+                for (int cs = 0; cs < 3; cs++) {
+                    rnn_chunk_steps_set(chunk_steps[cs]);
+                    ck_assert_msg(!run_grad_node(ops[kind], &a, in, part, n_out) &&
+                                  !run_grad_node(ops[kind], &a, in, again, n_out),
+                                  "%s case %d chunks of %lld: %s", ops[kind], k, (long long)chunk_steps[cs], err_buf);
+                    for (int o = 0; o < n_out; o++) {
+                        char what[128];
+                        snprintf(what, sizeof what, "%s %s layout=%d case %d chunks of %lld, output %d", ops[kind],
+                                 dirs[dir], layout, k, (long long)chunk_steps[cs], o);
+                        expect_close(what, part[o].data, whole[o].data, (int64_t)tensor_numel(&whole[o]), 1e-5);
+                        ck_assert_msg(!memcmp(part[o].data, again[o].data, tensor_size_bytes(&part[o])),
+                                      "%s: not the same bits run to run", what);
+                    }
+                    free_outputs(part, n_out);
+                    free_outputs(again, n_out);
+                }
+                /* the forward op, chunked the same way */
+                const int n_fwd = lstm ? 3 : 2, want[3] = { 1, 1, 1 };
+                struct tensor fw[3], fc[3];
+                rnn_chunk_steps_set(0);
+                ck_assert_msg(!run_node(kind_names[kind], 22, &a, in, lstm ? 8 : 6, fw, want, n_fwd, NULL),
+                              "%s case %d: %s", kind_names[kind], k, err_buf);
+                for (int cs = 0; cs < 3; cs++) {
+                    rnn_chunk_steps_set(chunk_steps[cs]);
+                    ck_assert_msg(!run_node(kind_names[kind], 22, &a, in, lstm ? 8 : 6, fc, want, n_fwd, NULL),
+                                  "%s case %d: %s", kind_names[kind], k, err_buf);
+                    for (int o = 0; o < n_fwd; o++) {
+                        char what[128];
+                        snprintf(what, sizeof what, "%s %s layout=%d case %d chunks of %lld, output %d",
+                                 kind_names[kind], dirs[dir], layout, k, (long long)chunk_steps[cs], o);
+                        expect_close(what, fc[o].data, fw[o].data, (int64_t)tensor_numel(&fw[o]), 1e-6);
+                    }
+                    free_outputs(fc, n_fwd);
+                }
+                free_outputs(fw, n_fwd);
+                rnn_chunk_steps_set(saved);
+                free_outputs(whole, n_out);
+                free(x); free(w); free(r); free(bb); free(h0); free(c0); free(pp); free(dy); free(dyh); free(dyc);
+            }
+}
+END_TEST
+
 /* The saved buffers a training version reads: consistent with the outputs
  * and with the LSTM equations. */
 START_TEST(test_lstm_saved_state)
@@ -1072,6 +1208,7 @@ static Suite *ops_rnn_suite(void)
     tcase_set_timeout(sweep, 120);
     tcase_add_test(sweep, test_recurrent_sweep);
     tcase_add_test(sweep, test_recurrent_large_deterministic);
+    tcase_add_test(sweep, test_recurrent_grad_chunks);
     tcase_add_test(sweep, test_lstm_saved_state);
     tcase_add_test(sweep, test_zero_length_sequence);
     tcase_add_test(sweep, test_recurrent_errors);
