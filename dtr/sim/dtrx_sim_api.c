@@ -8,7 +8,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -356,66 +355,6 @@ void dtrx_sim_plan_options_init(struct dtrx_sim_plan_options *o)
     o->time_limit_s = 600;
 }
 
-/* The solver front end's environment (dtr/sim/milp.c reads DTRX_MILP_SCRIPT
- * and DTRX_PYTHON when it starts a solver): set for the callers that give
- * a solvers_dir or python while the variable is unset, removed when the
- * last of them is done. The counts let planning calls in several threads
- * share one setting; a variable the user set is never touched. */
-static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct env_share {
-    const char *name;
-    int users;               /* calls relying on our value */
-} env_script = { "DTRX_MILP_SCRIPT", 0 }, env_python = { "DTRX_PYTHON", 0 };
-
-/* 1 when this call now relies on our value (release it with env_release). */
-static int env_acquire(struct env_share *e, const char *value)
-{
-    if (!value || !*value)
-        return 0;
-    pthread_mutex_lock(&env_lock);
-    int mine = 0;
-    if (e->users) {
-        e->users++;
-        mine = 1;
-    } else {
-        const char *cur = getenv(e->name);
-        if ((!cur || !*cur) && !setenv(e->name, value, 1)) {
-            e->users = 1;
-            mine = 1;
-        }
-    }
-    pthread_mutex_unlock(&env_lock);
-    return mine;
-}
-
-static void env_release(struct env_share *e, int mine)
-{
-    if (!mine)
-        return;
-    pthread_mutex_lock(&env_lock);
-    if (!--e->users)
-        unsetenv(e->name);
-    pthread_mutex_unlock(&env_lock);
-}
-
-/* The front end in solvers_dir that milp.c would pick from its own folder
- * for DTRX_MILP_SOLVER (highs by default), when that file is there. */
-static int solver_script(const char *dir, char *out, size_t size)
-{
-    if (!dir || !*dir)
-        return -1;
-    const char *s = getenv("DTRX_MILP_SOLVER");
-    s = s && *s ? s : "highs";
-    const char *name = !strcmp(s, "scip") || !strcmp(s, "cpsat") ? "milp_ortools.py"
-                       : !strcmp(s, "cbc")                        ? "milp_cbc.py"
-                       : !strcmp(s, "highs")                      ? "milp_highs.py"
-                                                                  : NULL;
-    if (!name)
-        return -1;   /* milp.c names the bad solver */
-    snprintf(out, size, "%s/%s", dir, name);
-    return access(out, R_OK) ? -1 : 0;
-}
-
 /* A MIP start file: read against g, in Checkmate's stages, within budget
  * (as `plan --start`). */
 static enum dtrx_status load_start(const char *path, const struct fmt_graph *g, uint64_t budget, struct schedule *out)
@@ -484,13 +423,9 @@ enum dtrx_status dtrx_sim_plan(const char *graph_path, const struct dtrx_sim_pla
     po.threads = in->threads;
     po.verbose = in->verbose;
     po.start = in->start && *in->start ? &start : NULL;
-    char script[1024];
-    int milp = solver == PLAN_CHECKMATE_MILP || solver == PLAN_CHECKMATE_LP;
-    int own_script = milp && !solver_script(in->solvers_dir, script, sizeof script) && env_acquire(&env_script, script);
-    int own_python = milp && env_acquire(&env_python, in->python);
+    po.solvers_dir = in->solvers_dir;
+    po.python = in->python;
     enum plan_status ps = plan_make(&g, solver, budget, &po, &s, err, sizeof err);
-    env_release(&env_python, own_python);
-    env_release(&env_script, own_script);
     if (ps == PLAN_INFEASIBLE) {
         st = fail(DTRX_ERR_BUDGET, "%s, %s at %llu bytes: %s", g.name, plan_solver_name(solver),
                   (unsigned long long)budget, err);

@@ -68,11 +68,10 @@ struct dtrx_sim_plan_options {
     int verbose;               /* the solver's log on stdout */
     const char *start;         /* checkmate: a schedule file offered as the MIP start; NULL none */
     /* Where the solver front ends are (milp_highs.py, ...) and the Python
-     * that runs them, for a copy of the library installed away from its
-     * configured paths (the Python package's solvers/ folder and
-     * sys.executable). Each applies only while DTRX_MILP_SCRIPT (resp.
-     * DTRX_PYTHON) is unset, which still override them; NULL: the paths
-     * fixed at configure time (dtr/sim/solver_paths.h) and python3. */
+     * that runs them (the Python package passes its solvers/ folder and
+     * sys.executable); DTRX_MILP_SCRIPT (resp. DTRX_PYTHON) still override
+     * them. NULL: found beside the library or the binary, then at the
+     * paths fixed at configure time (dtr/sim/milp.c), and python3. */
     const char *solvers_dir;
     const char *python;
 };

@@ -270,6 +270,11 @@ struct plan_options {
      * the MIP start when it fits (the LP rounding skipped; a cheaper classic
      * or DTR start still replaces it); NULL none */
     const struct schedule *start;
+    /* MILP/LP: the folder of the solver front ends and the Python that runs
+     * them; NULL: found as milp.c says (DTRX_MILP_SCRIPT and DTRX_PYTHON
+     * override both) */
+    const char *solvers_dir;
+    const char *python;
 };
 void plan_options_default(struct plan_options *o);
 enum plan_status plan_make(const struct fmt_graph *g, enum plan_solver solver, uint64_t budget_bytes,

@@ -13,7 +13,9 @@ TMP/prefix is used):
   --static) and through find_package(dtrexec) (dtrexec::dtrexec and
   dtrexec::dtrexec_static), each run on a small CNN: its output (bit for bit) and one SGD
   step's loss (to the 9 digits both print) equal what the installed `dtrexec` command
-  prints, run from an empty directory.
+  prints, run from an empty directory;
+- the installed `dtrexec plan --solver checkmate`, from an empty directory,
+  runs the solver front end installed under TMP/prefix.
 """
 import os
 import re
@@ -77,7 +79,26 @@ def reference(prefix, model, work):
     y = numpy_helper.to_array(onnx.load_tensor(os.path.join(empty, "out", "output_0.pb"))).astype(np.float32).ravel()
     out = sh([exe, model, "--threads", "1", "--train", "--steps", "1"], cwd=empty)
     loss = float(re.search(r"step 1 loss (\S+)", out).group(1))
+    check_planner(exe, model, empty, prefix)
     return y, loss
+
+
+def check_planner(exe, model, empty, prefix):
+    """The installed planner, from an empty directory: checkmate's solver
+    front end is the one installed under the (moved) prefix, found beside
+    the binary, not the source tree's or the configured prefix's."""
+    sh([exe, "export", model, "--train", "-o", "g.json"], cwd=empty)
+    res = subprocess.run([exe, "plan", "g.json", "--solver", "checkmate", "--budget", "0.9x", "--time-limit", "120",
+                          "--verbose", "-o", "s.json"], cwd=empty, capture_output=True, text=True)
+    if res.returncode:
+        raise SystemExit(f"FAIL: the installed `dtrexec plan --solver checkmate` exited {res.returncode}: "
+                         f"{res.stderr[-2000:]}")
+    m = re.search(r"solver front end (\S+), run by", res.stderr)
+    want = os.path.realpath(os.path.join(prefix, "share", "dtrexec", "solvers", "milp_highs.py"))
+    if not m or os.path.realpath(m.group(1)) != want:
+        raise SystemExit(f"FAIL: checkmate ran {m and m.group(1)}, expected the installed {want}")
+    sh([exe, "sim", "g.json", "--plan", "s.json", "--json"], cwd=empty)
+    print(f"installed planner ok: checkmate ran {want} from an empty directory; its schedule replays")
 
 
 def compare(name, exe, model, y, loss, env=None):
