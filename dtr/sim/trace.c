@@ -238,7 +238,7 @@ out:
 static int do_copy(struct builder *b, const struct fmt_trace_record *c)
 {
     const char *kind = c->kind == FMT_TRACE_COPY ? "COPY" : "COPY_FROM";
-    uint32_t sv, dv, line = c->line;
+    uint32_t sv = 0, dv = 0, line = c->line;   /* set by lookup() */
     if (lookup(b, line, kind, c->src, &sv))
         return -1;
     if (c->kind == FMT_TRACE_COPY) {
