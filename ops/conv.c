@@ -944,7 +944,7 @@ static int conv_dnnl_workspace(const struct op_call *c, const struct nn_geom *g,
     int n = conv_dnnl_args(prim, has_bias, io);
     struct nn_geom gc = *g;
     gc.n = blocked ? conv_chunk_images(g) : g->n;
-    int64_t last = g->n % gc.n;
+    int64_t last = gc.n > 0 ? g->n % gc.n : 0;   /* an empty batch: one part of none */
     size_t w_elems = (size_t)(g->m * (g->c / g->group) * nn_geom_k_size(g));
     size_t acc_elems = gc.n < g->n && prim == CONV_PRIM_BWD_WEIGHTS ? w_elems + (size_t)(has_bias ? g->m : 0) : 0;
     size_t most = 0, buf = 0;

@@ -105,6 +105,16 @@ def crashes(exe, tmp):
     # and a sane count still runs
     expect("threads-4-runs", [exe, model, "--threads", "4", "--quiet"], 0)
 
+    # A Conv over an empty batch divided by the chunk's zero images when its
+    # oneDNN workspace was sized (libFuzzer, corpus/model/regress-conv-empty-batch.onnx).
+    w = numpy_helper.from_array(np.ones((2, 1, 3, 3), np.float32), "W")
+    conv = save(tmp, "conv_empty_batch", [helper.make_node("Conv", ["x", "W"], ["y"], name="conv0", pads=[1, 1, 1, 1])],
+                [vi("x", F, [0, 1, 17, 5])], [vi("y", F, [0, 2, 17, 5])], [w])
+    p = expect("conv-empty-batch", [exe, conv, "--threads", "2"], 0)
+    if p is not None and b"[0,2,17,5]" not in p.stdout:
+        failures.append("conv-empty-batch shape")
+        print("FAIL conv-empty-batch: output is not [0,2,17,5]:", p.stdout.decode()[:200])
+
 
 def sizes(exe, tmp):
     # Expand to [2^32, 2^32, 2^31]: "ran" with a 192-byte peak (signed overflow of the element count).
