@@ -124,6 +124,33 @@ static char *text_close(struct text *t)
     return t->buf;
 }
 
+static char *schedule_text(const struct fmt_graph *g, const struct schedule *s, char *err, size_t err_size);
+
+/* The plan and schedule-check results: the schedule's text and the stream
+ * of the JSON object, then its last fields (the graph and the schedule)
+ * and the text in *json. */
+static enum dtrx_status result_open(const struct fmt_graph *g, const struct schedule *s, char **sched,
+                                    struct text *t)
+{
+    char err[1200];
+    t->f = NULL;
+    if (!(*sched = schedule_text(g, s, err, sizeof err)))
+        return fail(DTRX_ERR_INTERNAL, "%s", err);
+    if (text_open(t))
+        return fail(DTRX_ERR_INTERNAL, "out of host memory");
+    return DTRX_OK;
+}
+
+static enum dtrx_status result_close(struct text *t, const char *graph_path, const char *sched, char **json)
+{
+    fprintf(t->f, ", \"graph\": ");
+    json_write_string(t->f, graph_path);
+    fprintf(t->f, ",\n\"schedule\": %s}\n", sched);
+    if (!(*json = text_close(t)))
+        return fail(DTRX_ERR_INTERNAL, "out of host memory writing the result");
+    return DTRX_OK;
+}
+
 /* ---- simulate ---- */
 
 void dtrx_sim_options_init(struct dtrx_sim_options *o)
@@ -439,15 +466,9 @@ enum dtrx_status dtrx_sim_plan(const char *graph_path, const struct dtrx_sim_pla
         st = fail(DTRX_ERR_INTERNAL, "internal: the schedule does not validate: %s", err);
         goto out;
     }
-    if (!(sched = schedule_text(&g, &s, err, sizeof err))) {
-        st = fail(DTRX_ERR_INTERNAL, "%s", err);
-        goto out;
-    }
     struct text t;
-    if (text_open(&t)) {
-        st = fail(DTRX_ERR_INTERNAL, "out of host memory");
+    if ((st = result_open(&g, &s, &sched, &t)))
         goto out;
-    }
     /* plan --json's fields (cli/cmd_plan.c), then the graph and the schedule */
     fprintf(t.f, "{\"model\": ");
     json_write_string(t.f, g.name);
@@ -469,11 +490,7 @@ enum dtrx_status dtrx_sim_plan(const char *graph_path, const struct dtrx_sim_pla
     json_write_number(t.f, s.solver.solve_seconds);
     fprintf(t.f, ", \"gap\": ");
     json_write_number(t.f, s.solver.gap);
-    fprintf(t.f, ", \"graph\": ");
-    json_write_string(t.f, graph_path);
-    fprintf(t.f, ",\n\"schedule\": %s}\n", sched);
-    if (!(*json = text_close(&t)))
-        st = fail(DTRX_ERR_INTERNAL, "out of host memory writing the result");
+    st = result_close(&t, graph_path, sched, json);
 out:
     free(sched);
     schedule_free(&start);
@@ -545,15 +562,9 @@ enum dtrx_status dtrx_sim_schedule_check(const char *schedule_path, const char *
         st = fail(DTRX_ERR_INPUT, "%s: %s", schedule_path, err);
         goto out;
     }
-    if (!(sched = schedule_text(&g, &s, err, sizeof err))) {
-        st = fail(DTRX_ERR_INTERNAL, "%s", err);
-        goto out;
-    }
     struct text t;
-    if (text_open(&t)) {
-        st = fail(DTRX_ERR_INTERNAL, "out of host memory");
+    if ((st = result_open(&g, &s, &sched, &t)))
         goto out;
-    }
     /* sim --plan --json's fields (cli/cmd_sim.c), then the graph and the schedule */
     fprintf(t.f, "{\"model\": ");
     json_write_string(t.f, g.name);
@@ -576,11 +587,7 @@ enum dtrx_status dtrx_sim_schedule_check(const char *schedule_path, const char *
     json_write_number(t.f, r.overhead);
     fprintf(t.f, ", \"runs\": %u, \"remats\": %u, \"frees\": %u, \"steps\": %u", r.runs, r.recomputes, r.frees,
             s.n_steps);
-    fprintf(t.f, ", \"graph\": ");
-    json_write_string(t.f, graph_path);
-    fprintf(t.f, ",\n\"schedule\": %s}\n", sched);
-    if (!(*json = text_close(&t)))
-        st = fail(DTRX_ERR_INTERNAL, "out of host memory writing the result");
+    st = result_close(&t, graph_path, sched, json);
 out:
     free(sched);
     schedule_free(&s);
