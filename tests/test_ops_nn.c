@@ -432,7 +432,7 @@ START_TEST(test_conv_chunked)
     conv_backward_reference(&g, x, w, dy, rdx, rdw, rdb);
     /* 0: the whole batch at once; 1, 2: chunks of at most 2 images */
     float *y[3], *dx[3], *dw[3], *db[3];
-    size_t most[3];
+    size_t most[3][3];   /* [run][forward, backward-data, backward-weights] */
     int64_t per = (int64_t)sizeof(float) * (g.c * nn_geom_in_size(&g) + g.m * nn_geom_out_size(&g));
     struct op_env env = test_env;
     env.scratch_alloc = chunk_scratch_alloc;
@@ -448,11 +448,15 @@ START_TEST(test_conv_chunked)
         chunk_scratch_max = 0;
         testops_scratch_live = 0;
         ck_assert_msg(!nn_conv_forward_dnnl_blocked(&c, &g, x, w, b, y[r]), "case %d run %d: %s", _i, r, err_buf);
+        most[r][0] = chunk_scratch_max;
+        chunk_scratch_max = 0;
         ck_assert_msg(!nn_conv_backward_data_dnnl(&c, &g, dy, w, dx[r], 1), "case %d run %d: %s", _i, r, err_buf);
+        most[r][1] = chunk_scratch_max;
+        chunk_scratch_max = 0;
         ck_assert_msg(!nn_conv_backward_weights_dnnl(&c, &g, x, dy, dw[r], db[r], 1), "case %d run %d: %s", _i, r,
                       err_buf);
+        most[r][2] = chunk_scratch_max;
         ck_assert_msg(testops_scratch_live == 0, "case %d run %d: scratch left allocated", _i, r);
-        most[r] = chunk_scratch_max;
     }
     nn_conv_chunk_bytes_set(saved);
     char what[64];
@@ -472,8 +476,18 @@ START_TEST(test_conv_chunked)
     ck_assert_msg(!memcmp(y[0], y[1], sizeof(float) * ys), "case %d: chunked forward differs from the whole batch", _i);
     ck_assert_msg(!memcmp(dx[0], dx[1], sizeof(float) * xs), "case %d: chunked backward-data differs from the whole batch",
                   _i);
-    ck_assert_msg(most[1] < most[0], "case %d: chunks asked for %zu bytes of scratch at once, the whole batch %zu", _i,
-                  most[1], most[0]);
+    /* Some of oneDNN's implementations keep a per-thread buffer of one
+     * image (AVX2's backward-data of the 3-channel layer: 1.2 MB either
+     * way), which no chunking shrinks; none may grow, and the rest shrink. */
+    size_t whole = 0, chunked = 0;
+    for (int k = 0; k < 3; k++) {
+        ck_assert_msg(most[1][k] <= most[0][k], "case %d kernel %d: chunks asked for %zu bytes of scratch at once, "
+                      "the whole batch %zu", _i, k, most[1][k], most[0][k]);
+        whole += most[0][k];
+        chunked += most[1][k];
+    }
+    ck_assert_msg(chunked < whole, "case %d: chunks asked for %zu bytes of scratch in all, the whole batch %zu", _i,
+                  chunked, whole);
     for (int r = 0; r < 3; r++) {
         free(y[r]); free(dx[r]); free(dw[r]); free(db[r]);
     }
