@@ -7,10 +7,11 @@ Usage: quant_check.py DTREXEC CASE
   bias; and an int8 weight quantized blockwise from float. Outputs equal
   onnxruntime's within float rounding.
 - infer-integer: MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv and
-  DynamicQuantizeLinear on random data: the integer outputs equal
-  onnxruntime's exactly (QLinear*: within one unit where onnxruntime's
+  DynamicQuantizeLinear on random data: the integer outputs equal the ONNX
+  reference's (onnx.reference) exactly (QLinear*: within one unit where a
   fixed-point requantization rounds a tie the other way), and the float
-  scale equals bit for bit.
+  scale equals bit for bit. onnxruntime runs too; where it disagrees with
+  the reference (1.32 does, on per-channel zero points) a note says so.
 - train-qdq: --train on a QDQ model whose float weight feeds QuantizeLinear:
   no gradient flows through the quantization, so the weight is not a
   parameter (dtrexec params says why) and the bias trains; forcing the
@@ -137,15 +138,26 @@ def case_infer_integer(dtrexec, tmp):
              "f": (rng.standard_normal((3, 50)) * 2 + 0.5).astype(np.float32)}
     got = infer(dtrexec, tmp, path, feeds)
     want = ort_run(path, feeds)
+    # The spec's reference is the judge: onnxruntime 1.32 (seen on an AVX2
+    # machine) differs from it by thousands on MatMulInteger and by up to 31
+    # on QLinearMatMul and QLinearConv with per-channel zero points, where
+    # earlier releases agreed with it. Where the two disagree, it is said.
+    from onnx.reference import ReferenceEvaluator
+    spec = ReferenceEvaluator(path).run(None, feeds)
+    for (name, _), w, r in zip(outs, want, spec):
+        d = np.abs(w.astype(np.float64) - r.astype(np.float64)).max()
+        if d:
+            print(f"note: onnxruntime's {name} differs from the ONNX reference by {d}")
+    want = spec
     for (name, _), g, w in zip(outs, got, want):
         assert g.shape == w.shape and g.dtype == w.dtype, f"{name}: {g.dtype}{g.shape} vs onnxruntime {w.dtype}{w.shape}"
         d = np.abs(g.astype(np.float64) - w.astype(np.float64))
         exact = name in ("mi", "ci", "dqs", "dqz")
         limit = 0 if exact else 1
-        assert d.max() <= limit, f"{name}: differs from onnxruntime by {d.max()} (allowed {limit})"
+        assert d.max() <= limit, f"{name}: differs from the ONNX reference by {d.max()} (allowed {limit})"
         if not exact:
             assert (d > 0).mean() < 0.02, f"{name}: {(d > 0).sum()} of {d.size} elements off by one"
-    print("MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv, DynamicQuantizeLinear match onnxruntime")
+    print("MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv, DynamicQuantizeLinear match the ONNX reference")
 
 
 def case_train_qdq(dtrexec, tmp):
