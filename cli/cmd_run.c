@@ -301,6 +301,15 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
         } else if (!strcmp(arg, "--save")) {
             a->save_path = val;
         } else if (!strcmp(arg, "--budget")) {
+            /* sim and plan read a bare number below 16 as a ratio; here it
+             * would be a few bytes, so it is refused rather than read either way. */
+            char *end;
+            double bare = strtod(val, &end);
+            if (end != val && !*end && bare > 0 && bare < 16) {
+                fprintf(stderr, "dtrexec: --budget %s would be %s bytes, which holds no model; write %sx for "
+                        "that ratio of the unbudgeted peak, or a size with its unit (%sGB)\n", val, val, val, val);
+                return -1;
+            }
             if (cli_parse_size(val, &a->budget_bytes, &a->budget_ratio)) {
                 fprintf(stderr, "dtrexec: --budget expects " CLI_SIZE_RANGE ", got '%s'\n", val);
                 return -1;
@@ -815,6 +824,38 @@ int cmd_export(int argc, char **argv)
     return cmd_run(argc, argv);
 }
 
+/* dims as "[2,3]" ("?" where symbolic) into buf. */
+static const char *dims_text(char *buf, size_t cap, int rank, const int64_t *dims)
+{
+    size_t n = (size_t)snprintf(buf, cap, "[");
+    for (int k = 0; k < rank && n < cap; k++)
+        n += (size_t)(dims[k] < 0 ? snprintf(buf + n, cap - n, k ? ",?" : "?")
+                                  : snprintf(buf + n, cap - n, k ? ",%lld" : "%lld", (long long)dims[k]));
+    if (n < cap)
+        snprintf(buf + n, cap - n, "]");
+    return buf;
+}
+
+/* A declared output shape the run contradicts is said once, as onnxruntime
+ * does; the computed shape is the one returned. */
+static void warn_declared_shapes(const struct dtrx_session *s)
+{
+    for (int i = 0; i < dtrx_session_output_count(s); i++) {
+        const struct dtrx_value_desc *d = dtrx_session_output(s, i);
+        struct dtrx_tensor out;
+        if (d->kind != DTRX_VALUE_TENSOR || d->rank < 0 || dtrx_session_get_output(s, i, &out))
+            continue;
+        int differs = d->rank != out.rank;
+        for (int k = 0; !differs && k < out.rank; k++)
+            differs = d->dims[k] >= 0 && d->dims[k] != out.dims[k];
+        char want[256], got[256];
+        if (differs)
+            fprintf(stderr, "dtrexec: warning: graph output '%s' is declared %s, but the graph computes %s "
+                    "(the computed shape is used)\n", d->name, dims_text(want, sizeof want, d->rank, d->dims),
+                    dims_text(got, sizeof got, out.rank, out.dims));
+    }
+}
+
 int cmd_run(int argc, char **argv)
 {
     struct run_args a;
@@ -897,6 +938,8 @@ int cmd_run(int argc, char **argv)
         if (st)
             fprintf(stderr, "dtrexec: %s\n", dtrx_last_error());
     }
+    if (!st)
+        warn_declared_shapes(s);
     if (!st && a.output_dir && write_outputs(s, a.output_dir))
         st = DTRX_ERR_INPUT;
     /* A diverged run's statistics say so (nonfinite_step), so they are kept. */

@@ -67,6 +67,25 @@ static enum dtrx_status copy_outputs(struct dtrx_session *s)
     return DTRX_OK;
 }
 
+/* A graph output of another element type than the model declares is a
+ * broken model, as onnxruntime holds at load; a half output of a widened
+ * model is computed in float and narrowed when read. A declared shape that
+ * differs is only a note (onnxruntime warns and uses the computed one). */
+static enum dtrx_status check_output_types(const struct dtrx_session *s)
+{
+    for (int i = 0; i < s->n_outputs; i++) {
+        const struct rt_value *v = s->values[s->output_values[i]];
+        const struct dtrx_value_desc *d = &s->output_desc[i];
+        if (v->list.container || d->kind != DTRX_VALUE_TENSOR || !d->dtype)
+            continue;
+        int want = s->output_half[i] ? ONNX_DTYPE_FLOAT : d->dtype;
+        if (v->t.dtype != want)
+            return rt_fail(DTRX_ERR_INPUT, "graph output '%s' is declared %s, but the graph computes %s",
+                           d->name, onnx_dtype_name(d->dtype), onnx_dtype_name(v->t.dtype));
+    }
+    return DTRX_OK;
+}
+
 void rt_release_copied_outputs(struct dtrx_session *s)
 {
     if (!rt_budget_active(s) || s->plan || s->recorder)
@@ -131,6 +150,8 @@ enum dtrx_status rt_forward(struct dtrx_session *s, int training)
         c->seed = rt_call_seed(s, (uint64_t)k);
         st = rt_run_call(s, c);
     }
+    if (!st)
+        st = check_output_types(s);
     if (!st)
         st = copy_outputs(s);
     if (st)

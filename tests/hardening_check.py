@@ -177,6 +177,12 @@ def options(exe, tmp):
         expect(f"budget-{b}", [exe, model, "--train", "--budget", b], 1, "--budget", "2^62 bytes",
                "1e-06x to 1000x", f"'{b}'")
     expect("budget-4GB-runs", [exe, model, "--train", "--budget", "4GB", "--quiet"], 0)
+    # A bare number below 16 is a ratio to sim and plan; run refuses it
+    # instead of reading it as a few bytes.
+    for b in ["4", "0.5", "15.9"]:
+        expect(f"budget-bare-{b}", [exe, model, "--train", "--budget", b], 1, f"--budget {b} would be {b} bytes",
+               f"write {b}x", f"({b}GB)")
+    expect("budget-bare-16-is-bytes", [exe, model, "--train", "--budget", "16"], 2, "budget of 16 bytes")
     # a ratio within range whose bytes round to 0
     expect("budget-ratio-zero-bytes", [exe, model, "--train", "--budget", "1e-6x"], 1, "--budget", "0 bytes",
            "outside 1 byte")
@@ -263,6 +269,22 @@ def messages(exe, tmp):
         p = expect(f"deep-if-{depth}", [exe, path], 1, *words)
         if p is not None and elided and len(p.stderr) > 400:
             failures.append(f"deep-if-{depth}: message of {len(p.stderr)} bytes")
+    # A declared output type the graph does not compute is a broken model
+    # (onnxruntime refuses it at load); a declared shape it contradicts is a
+    # warning, as in onnxruntime, and the computed shape is returned.
+    relu = [helper.make_node("Relu", ["x"], ["y"], name="r")]
+    typed = save(tmp, "out_type", relu, [vi("x", F, [2, 3])], [vi("y", onnx.TensorProto.INT64, [2, 3])])
+    expect("output-declared-type", [exe, typed], 1, "graph output 'y' is declared int64, but the graph computes float32")
+    for name, dims, text in [("out_shape", [5, 7], "[5,7]"), ("out_rank", [2], "[2]"), ("out_sym", ["n", 4], "[?,4]")]:
+        path = save(tmp, name, relu, [vi("x", F, [2, 3])], [vi("y", F, dims)])
+        p = expect(f"output-declared-{name}", [exe, path], 0,
+                   f"warning: graph output 'y' is declared {text}, but the graph computes [2,3]")
+        if p is not None and b"output 0 'y': float32 [2,3]" not in p.stdout:
+            failures.append(f"output-declared-{name}: stdout {p.stdout[:200]!r}")
+    ok = save(tmp, "out_ok", relu, [vi("x", F, [2, 3])], [vi("y", F, ["n", 3])])
+    p = expect("output-declared-symbolic-fits", [exe, ok], 0)
+    if p is not None and b"warning" in p.stderr:
+        failures.append(f"output-declared-symbolic-fits: warned {p.stderr[:200]!r}")
     # A required input left empty ("" marks an omitted optional one) crashed
     # Gemm's shape inference and OptionalGetElement (found by tests/fuzz).
     gemm = save(tmp, "gemm_empty", [helper.make_node("Gemm", ["", "b"], ["y"], name="g")],
