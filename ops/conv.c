@@ -555,16 +555,7 @@ int64_t nn_conv_chunk_bytes_set(int64_t bytes)
 static int64_t conv_chunk_images(const struct nn_geom *g)
 {
     int64_t per = (int64_t)sizeof(float) * (g->c * nn_geom_in_size(g) + g->m * nn_geom_out_size(g));
-    int64_t bound = per * g->n / CONV_CHUNK_PARTS;
-    if (bound < conv_chunk_bytes)
-        bound = conv_chunk_bytes;
-    int64_t nb = per > 0 ? bound / per : g->n;
-    if (nb < 1)
-        nb = 1;
-    if (nb >= g->n)
-        return g->n;
-    int64_t chunks = (g->n + nb - 1) / nb;
-    return (g->n + chunks - 1) / chunks;
+    return op_chunk_items(g->n, per, CONV_CHUNK_PARTS, conv_chunk_bytes);
 }
 
 /* Elements per image of a batch-chunked argument; 0 for weights and bias. */

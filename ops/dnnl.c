@@ -171,29 +171,36 @@ out:
     return rc;
 }
 
+/* The cached primitive for key, built if new, with the cache lock held for
+ * the caller to release; NULL, unlocked, after an error. */
+static struct dnnl_slot *slot_locked(const struct op_call *c, const void *key, size_t key_len, nn_dnnl_build_fn build)
+{
+    if (key_len > DNNL_KEY_MAX) {
+        op_error(c, "oneDNN: internal key of %zu bytes too large", key_len);
+        return NULL;
+    }
+    pthread_mutex_lock(&dnnl_lock);
+    struct dnnl_slot *s = dnnl_setup_locked(c) ? NULL : dnnl_slot_find_locked(c, key, key_len, build);
+    if (!s)
+        pthread_mutex_unlock(&dnnl_lock);
+    return s;
+}
+
 int nn_dnnl_arg_md(const struct op_call *c, const void *key, size_t key_len,
                    nn_dnnl_build_fn build, int arg, dnnl_memory_desc_t *md)
 {
-    if (key_len > DNNL_KEY_MAX)
-        return op_error(c, "oneDNN: internal key of %zu bytes too large", key_len);
-    pthread_mutex_lock(&dnnl_lock);
-    int rc = -1;
-    if (!dnnl_setup_locked(c)) {
-        struct dnnl_slot *s = dnnl_slot_find_locked(c, key, key_len, build);
-        if (s) {
-            const_dnnl_primitive_desc_t pd;
-            dnnl_primitive_get_primitive_desc(s->prim, &pd);
-            const dnnl_memory_desc_t *q = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, arg);
-            if (q) {
-                *md = *q;
-                rc = 0;
-            } else {
-                op_error(c, "oneDNN: the primitive has no argument %d", arg);
-            }
-        }
-    }
+    struct dnnl_slot *s = slot_locked(c, key, key_len, build);
+    if (!s)
+        return -1;
+    const_dnnl_primitive_desc_t pd;
+    dnnl_primitive_get_primitive_desc(s->prim, &pd);
+    const dnnl_memory_desc_t *q = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, arg);
+    if (q)
+        *md = *q;
+    else
+        op_error(c, "oneDNN: the primitive has no argument %d", arg);
     pthread_mutex_unlock(&dnnl_lock);
-    return rc;
+    return q ? 0 : -1;
 }
 
 const char *nn_dnnl_impl_name(const void *key, size_t key_len)
@@ -219,17 +226,10 @@ const char *nn_dnnl_impl_name(const void *key, size_t key_len)
 int nn_dnnl_scratch_bytes(const struct op_call *c, const void *key, size_t key_len, nn_dnnl_build_fn build,
                           size_t *bytes)
 {
-    if (key_len > DNNL_KEY_MAX)
-        return op_error(c, "oneDNN: internal key of %zu bytes too large", key_len);
-    pthread_mutex_lock(&dnnl_lock);
-    int rc = -1;
-    if (!dnnl_setup_locked(c)) {
-        struct dnnl_slot *s = dnnl_slot_find_locked(c, key, key_len, build);
-        if (s) {
-            *bytes = s->scratch_bytes;
-            rc = 0;
-        }
-    }
+    struct dnnl_slot *s = slot_locked(c, key, key_len, build);
+    if (!s)
+        return -1;
+    *bytes = s->scratch_bytes;
     pthread_mutex_unlock(&dnnl_lock);
-    return rc;
+    return 0;
 }

@@ -173,6 +173,13 @@ struct op_call {
 int op_error(const struct op_call *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Items per chunk when n items of per_item bytes each are worked on in
+ * chunks (a batch's images, a sequence's steps): each chunk at most
+ * max(all / parts, min_bytes) bytes but at least one item, the chunks as
+ * equal as they can be; 0 when n is. The same n and sizes always give the
+ * same chunks. */
+int64_t op_chunk_items(int64_t n, int64_t per_item, int64_t parts, int64_t min_bytes);
+
 /* Cost estimate of one call, used by DTR as c(s) in the cost model. */
 struct op_cost {
     double flops;

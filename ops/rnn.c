@@ -804,17 +804,7 @@ static int64_t rnn_chunk_steps(const struct rnn_dims *d, int64_t per_step_floats
         return 1;
     if (rnn_chunk_steps_forced)
         return rnn_chunk_steps_forced < d->seq ? rnn_chunk_steps_forced : d->seq;
-    int64_t per = (int64_t)sizeof(float) * per_step_floats;
-    int64_t bound = per * d->seq / RNN_CHUNK_PARTS;
-    if (bound < RNN_CHUNK_MIN_BYTES)
-        bound = RNN_CHUNK_MIN_BYTES;
-    int64_t nb = per > 0 ? bound / per : d->seq;
-    if (nb < 1)
-        nb = 1;
-    if (nb >= d->seq)
-        return d->seq;
-    int64_t chunks = (d->seq + nb - 1) / nb;
-    return (d->seq + chunks - 1) / chunks;
+    return op_chunk_items(d->seq, (int64_t)sizeof(float) * per_step_floats, RNN_CHUNK_PARTS, RNN_CHUNK_MIN_BYTES);
 }
 
 int64_t rnn_grad_chunk_steps(const struct rnn_params *p, const struct rnn_dims *d)

@@ -71,6 +71,22 @@ const char *tensor_describe(const struct tensor *t, char *buf, size_t size)
     return buf;
 }
 
+int64_t op_chunk_items(int64_t n, int64_t per_item, int64_t parts, int64_t min_bytes)
+{
+    if (n < 1)
+        return 0;
+    int64_t bound = per_item * n / parts;
+    if (bound < min_bytes)
+        bound = min_bytes;
+    int64_t nb = per_item > 0 ? bound / per_item : n;
+    if (nb < 1)
+        nb = 1;
+    if (nb >= n)
+        return n;
+    int64_t chunks = (n + nb - 1) / nb;
+    return (n + chunks - 1) / chunks;
+}
+
 int op_error(const struct op_call *c, const char *fmt, ...)
 {
     if (!c->env || !c->env->err || !c->env->err_size)

@@ -389,11 +389,6 @@ static int raw_int64(const struct raw *v, int64_t *out)
     return 0;
 }
 
-static const char *kind_text(struct rd *r)
-{
-    return r->l.f[F_INSTRUCTION].type == RAW_STRING ? r->l.f[F_INSTRUCTION].s : "?";
-}
-
 /* A string field as a name id. */
 static int name_field(struct rd *r, int f, const char *kind, uint32_t *out)
 {

@@ -129,7 +129,7 @@ static int finish(const struct fmt_graph *g, struct schedule *s, uint64_t budget
         return PLAN_ERROR;
     char e[400];
     if (schedule_simulate(g, s, 0, r, e, sizeof e)) {
-        snprintf(err, err_size, "internal: the planner made an invalid schedule: %s", e);
+        snprintf(err, err_size, "internal: the planner made an invalid schedule: %.240s", e);
         return PLAN_ERROR;
     }
     if (budget && r->peak_bytes > budget) {
