@@ -54,6 +54,27 @@ void ew_plan_init(struct ew_plan *p, const struct tensor *out, const struct tens
     p->rank = r;
 }
 
+/* Task t of a plan: chunk t % chunks of row t / chunks. */
+static inline void ew_task(const struct ew_plan *p, ew_inner_fn fn, const void *ctx, void *const *base,
+                           const int64_t *step, int64_t chunks, int64_t t)
+{
+    const int r = p->rank;
+    const int64_t inner = p->dims[r - 1];
+    int64_t row = t / chunks, first = (t % chunks) * EW_CHUNK;
+    int64_t n = inner - first < EW_CHUNK ? inner - first : EW_CHUNK;
+    int64_t off[EW_MAX_OPERANDS] = { 0 };
+    for (int d = r - 2; d >= 0; d--) {
+        int64_t idx = row % p->dims[d];
+        row /= p->dims[d];
+        for (int k = 0; k < p->n_ops; k++)
+            off[k] += idx * p->strides[k][d];
+    }
+    void *ptr[EW_MAX_OPERANDS];
+    for (int k = 0; k < p->n_ops; k++)
+        ptr[k] = (char *)base[k] + (size_t)(off[k] + first * step[k]) * p->elem_size[k];
+    fn(ctx, n, ptr, step);
+}
+
 void ew_plan_run(const struct ew_plan *p, ew_inner_fn fn, const void *ctx, void *const *base)
 {
     if (p->numel <= 0)
@@ -67,22 +88,16 @@ void ew_plan_run(const struct ew_plan *p, ew_inner_fn fn, const void *ctx, void 
     for (int k = 0; k < p->n_ops; k++)
         step[k] = p->strides[k][r - 1] ? 1 : 0;
     step[0] = 1;
-
-#pragma omp parallel for schedule(static) if (p->numel >= EW_PARALLEL_MIN && tasks > 1)
-    for (int64_t t = 0; t < tasks; t++) {
-        int64_t row = t / chunks, first = (t % chunks) * EW_CHUNK;
-        int64_t n = inner - first < EW_CHUNK ? inner - first : EW_CHUNK;
-        int64_t off[EW_MAX_OPERANDS] = { 0 };
-        for (int d = r - 2; d >= 0; d--) {
-            int64_t idx = row % p->dims[d];
-            row /= p->dims[d];
-            for (int k = 0; k < p->n_ops; k++)
-                off[k] += idx * p->strides[k][d];
-        }
-        void *ptr[EW_MAX_OPERANDS];
-        for (int k = 0; k < p->n_ops; k++)
-            ptr[k] = (char *)base[k] + (size_t)(off[k] + first * step[k]) * p->elem_size[k];
-        fn(ctx, n, ptr, step);
+    /* A small tensor runs without entering OpenMP at all: a parallel region
+     * whose `if` is false still costs libgomp a team and a futex wake, more
+     * than the arithmetic of a tiny call. */
+    if (p->numel >= EW_PARALLEL_MIN && tasks > 1) {
+#pragma omp parallel for schedule(static)
+        for (int64_t t = 0; t < tasks; t++)
+            ew_task(p, fn, ctx, base, step, chunks, t);
+    } else {
+        for (int64_t t = 0; t < tasks; t++)
+            ew_task(p, fn, ctx, base, step, chunks, t);
     }
 }
 
