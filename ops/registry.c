@@ -1,6 +1,8 @@
 /* ops/registry.c — the operator table, keyed by (domain, name, since-version).
  * Adding an operator: define its op_def in its own file and add one line here,
  * in its family's section. */
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops/ops.h"
@@ -327,17 +329,51 @@ const struct op_def *op_registry_at(int index)
     return registry[index];
 }
 
+/* The registry's indices sorted by (name, domain, index) once, for a binary
+ * search: the backward pass looks operators up by name for every call it
+ * emits. Equal names keep registry order, as the linear scan had it. */
+#define REGISTRY_SIZE (sizeof registry / sizeof registry[0] - 1)
+static int sorted[REGISTRY_SIZE];
+static pthread_once_t sorted_once = PTHREAD_ONCE_INIT;
+
+static int def_cmp(const char *name, const char *domain, const struct op_def *d)
+{
+    int c = strcmp(name, d->name);
+    return c ? c : strcmp(domain, d->domain);
+}
+
+static int sorted_cmp(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    int c = def_cmp(registry[x]->name, registry[x]->domain, registry[y]);
+    return c ? c : (x > y) - (x < y);
+}
+
+static void sort_registry(void)
+{
+    for (size_t i = 0; i < REGISTRY_SIZE; i++)
+        sorted[i] = (int)i;
+    qsort(sorted, REGISTRY_SIZE, sizeof sorted[0], sorted_cmp);
+}
+
 const struct op_def *op_registry_find(const char *domain, const char *name,
                                       int64_t opset, int *version)
 {
     if (!domain || !strcmp(domain, "ai.onnx"))
         domain = "";
+    pthread_once(&sorted_once, sort_registry);
+    size_t lo = 0, hi = REGISTRY_SIZE;   /* the first entry not below (name, domain) */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (def_cmp(name, domain, registry[sorted[mid]]) > 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     const struct op_def *best = NULL;
     int best_version = 0;
-    for (int i = 0; registry[i]; i++) {
-        const struct op_def *d = registry[i];
-        if (strcmp(d->name, name) || strcmp(d->domain, domain))
-            continue;
+    for (size_t i = lo; i < REGISTRY_SIZE && !def_cmp(name, domain, registry[sorted[i]]); i++) {
+        const struct op_def *d = registry[sorted[i]];
         for (int v = 0; v < OP_MAX_VERSIONS && d->since[v]; v++)
             if (d->since[v] <= opset && d->since[v] > best_version) {
                 best = d;

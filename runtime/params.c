@@ -120,6 +120,20 @@ int rt_input_differentiable(const char *domain, const char *op, int i)
     return 1;
 }
 
+int rt_call_input_differentiable(struct rt_call *c, int i)
+{
+    if (i >= 32)
+        return rt_input_differentiable(c->def->domain, c->def->name, i);
+    if (c->nondiff_def != c->def) {   /* first asked, or the call was rewritten (fuse.c) */
+        c->nondiff_in = 0;
+        for (int k = 0; k < 32; k++)
+            if (!rt_input_differentiable(c->def->domain, c->def->name, k))
+                c->nondiff_in |= 1u << k;
+        c->nondiff_def = c->def;
+    }
+    return !(c->nondiff_in >> i & 1);
+}
+
 int rt_patterns_match(const char *patterns, const char *name)
 {
     if (!patterns || !*patterns)

@@ -13,6 +13,10 @@ int rt_dtype_is_float(int dtype);
 /* 0 when no gradient flows into input i of (domain, op): Where's condition,
  * Shape's input, Floor's, ... */
 int rt_input_differentiable(const char *domain, const char *op, int i);
+/* The same for input i of call c, from the table once per call (the
+ * forward and backward passes ask it for every input of every call). */
+struct rt_call;
+int rt_call_input_differentiable(struct rt_call *c, int i);
 /* 1 when `name` matches one of the comma-separated fnmatch patterns. */
 int rt_patterns_match(const char *patterns, const char *name);
 struct rt_param_decision {

@@ -142,6 +142,7 @@ enum dtrx_status rt_call_build(struct dtrx_session *s, struct rt_scope *scope, c
     c->name = n->name;
     c->node = n;
     c->def = op_registry_find(n->domain, n->op_type, opset, &c->version);
+    c->nondiff_def = NULL;
     if (!c->def)
         return rt_fail(DTRX_ERR_INPUT, "node '%s': unsupported operator %s (domain %s, opset %lld)",
                        n->name, n->op_type, domain_shown, (long long)opset);

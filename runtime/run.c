@@ -48,7 +48,7 @@ static void hold_saved(struct dtrx_session *s, struct rt_call *c)
     c->held_in = c->held_out = 0;
     for (int i = 0; i < c->n_in; i++)
         if (c->in[i] >= 0 && s->values[c->in[i]]->train.requires_grad &&
-            rt_input_differentiable(c->def->domain, c->def->name, i)) {
+            rt_call_input_differentiable(c, i)) {
             from_param = 1;
             need |= i < 32 ? 1u << i : 0;
         }

@@ -571,7 +571,7 @@ static enum dtrx_status backward_call(struct dtrx_session *s, struct rt_call *c)
     }
     for (int i = 0; i < c->n_in; i++) {
         need[i] = c->in[i] >= 0 && s->values[c->in[i]]->train.requires_grad &&
-                  rt_input_differentiable(c->def->domain, c->def->name, i);
+                  rt_call_input_differentiable(c, i);
         any_dx |= need[i];
     }
     enum dtrx_status st = DTRX_OK;

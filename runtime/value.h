@@ -96,6 +96,8 @@ struct rt_call {
     const struct rt_scope *scope;  /* control calls: where their subgraphs' outer names resolve (NULL: main graph) */
     uint32_t held_in, held_out;    /* training: the saved inputs/outputs this step's forward pass held (run.c) */
     uint8_t in_place;              /* output 0 is written over input 0's buffer (emitted gradients, train.c) */
+    const struct op_def *nondiff_def; /* the def nondiff_in was filled for (rt_call_input_differentiable) */
+    uint32_t nondiff_in;           /* bit i: no gradient flows into input i (params.c's table, once a call) */
 };
 
 /* Names visible while a graph is instantiated: its own, then its parents'. */
