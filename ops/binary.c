@@ -481,6 +481,7 @@ static int max_min_grad(struct grad_ctx *g)
         .kernel = { [BACKEND_CPU] = sym##_cpu },                                       \
         .grad = grad_fn, .grad_saves_in = saves_in,                                    \
         .grad_saves_out = saves_out,                                                   \
+        .in_place = hi_in == 2, /* the variadic ones fold into their output */         \
     };
 
 ARITH_DEF(op_add, "Add", add_fns, 2, 2, sum_grad, 0, 0u, 7, 13, 14)

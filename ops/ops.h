@@ -217,9 +217,11 @@ struct op_def {
     /* Inputs (bit i) the kernel updates in place (optimizer steps); such ops
      * have no outputs and run only after the backward pass. */
     uint32_t mutates;
-    /* 1: the kernel may write output 0 over input 0 (same shape and dtype,
-     * element by element): the runtime then gives them one buffer when
-     * input 0 is a gradient nothing reads afterwards (grad_ctx.emit_last). */
+    /* 1: the kernel may write output 0 over input 0 when they have the same
+     * shape and dtype (element by element): the runtime then gives them one
+     * buffer when input 0 is a gradient nothing reads afterwards
+     * (grad_ctx.emit_last) or a model value whose only reader is this call
+     * (runtime/run.c, forward_in_place). */
     int in_place;
     /* Emits the backward calls of one forward call (see struct grad_ctx);
      * NULL when the op is not differentiable. */

@@ -152,6 +152,7 @@ static int clip_grad(struct grad_ctx *g);
         .infer = sym##_infer, .cost = sym##_cost,                                       \
         .kernel = { [BACKEND_CPU] = sym##_cpu },                                        \
         .grad = grad_fn, .grad_saves_in = saves_in, .grad_saves_out = saves_out,        \
+        .in_place = 1,                                                                  \
     };
 
 /* Flop weights: a transcendental counts as a handful of arithmetic ops. */

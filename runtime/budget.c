@@ -521,6 +521,8 @@ enum dtrx_status rt_budget_exec(struct dtrx_session *s, struct rt_call *c, struc
             s->values[c->in[i]]->t.data = tensor_data(s, s->values[c->in[i]]->mem.dt, 0);
     if (!st && c->def->infer && rt_call_infer(s, call))
         st = rt_fail(DTRX_ERR_INPUT, "%s", s->op_err[0] ? s->op_err : "shape inference failed");
+    if (!st)
+        rt_call_in_place_check(c, call);
     if (!st && mutating) {
         /* In-place updates (optimizer steps) run after the backward pass and
          * are never recomputed: they run directly on acquired inputs. */
@@ -646,6 +648,15 @@ static int budget_overwritable(const struct dtrx_session *s, const struct rt_val
     return in.resident && in.frozen && !in.shared && in.refs == 1;
 }
 
+static int budget_reusable(const struct dtrx_session *s, const struct rt_value *v)
+{
+    struct dtr_storage_info in;
+    if (v->mem.storage || v->mem.dt == DTR_NONE ||
+        dtr_storage_info(s->budget.dtr, dtr_tensor_storage(s->budget.dtr, v->mem.dt), &in))
+        return 0;
+    return !in.pinned && !in.shared && in.refs == 1;
+}
+
 void rt_budget_release(struct dtrx_session *s, struct rt_value *v)
 {
     if (!rt_budget_active(s) || v->mem.dt == DTR_NONE || v->mem.storage || !v->mem.dtr_held)
@@ -739,6 +750,7 @@ const struct rt_memory rt_memory_dtr = {
     .pin = rt_budget_pin,
     .mutate = rt_budget_mutate,
     .overwritable = budget_overwritable,
+    .reusable = budget_reusable,
     .release = rt_budget_release,
     .live = rt_value_live,
 };

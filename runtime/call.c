@@ -65,6 +65,18 @@ enum dtrx_status rt_call_kernel(struct dtrx_session *s, struct rt_call *c)
     return st;
 }
 
+void rt_call_in_place_check(struct rt_call *c, const struct op_call *call)
+{
+    if (!c->in_place)
+        return;
+    const struct tensor *a = call->n_in > 0 ? call->in[0] : NULL, *y = call->n_out > 0 ? call->out[0] : NULL;
+    int same = a && y && a->dtype == y->dtype && a->rank == y->rank;
+    for (int k = 0; same && k < y->rank; k++)
+        same = a->dims[k] == y->dims[k];
+    if (!same)
+        c->in_place = 0;
+}
+
 double rt_call_cost(const struct rt_call *c, const struct op_call *call)
 {
     if (!c->def->cost)

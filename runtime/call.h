@@ -47,6 +47,10 @@ enum dtrx_status rt_call_kernel(struct dtrx_session *s, struct rt_call *c);
 /* The cost model's cost of a call on its shapes (FLOPs plus bytes moved,
  * in FLOP-equivalents): what DTR and the statistics count. */
 double rt_call_cost(const struct rt_call *c, const struct op_call *call);
+/* After shape inference: an in-place call keeps writing over input 0 only
+ * where output 0 has its dtype and shape (a broadcast Add whose input 0 is
+ * the smaller one cannot); otherwise c->in_place is cleared. */
+void rt_call_in_place_check(struct rt_call *c, const struct op_call *call);
 /* The seed of call `index` in the current step: a different stream per call
  * and per step, the same on recomputation (call.c). */
 uint64_t rt_call_seed(const struct dtrx_session *s, uint64_t index);

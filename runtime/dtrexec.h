@@ -296,7 +296,7 @@ struct dtrx_stats {
     double *step_seconds;   /* `runs` entries, owned by the session */
     double *losses;         /* `runs` entries when training, else NULL */
     long long updates_in_backward; /* parameter updates run inside the backward pass (all steps) */
-    long long in_place_calls;      /* gradient calls that wrote their output over a dying input (all steps) */
+    long long in_place_calls;      /* calls that wrote their output over a dying input 0 (all steps): gradients, and model calls over their input's only reader (run.c) */
 };
 
 void dtrx_session_stats(const struct dtrx_session *s, struct dtrx_stats *out);

@@ -222,7 +222,6 @@ static enum dtrx_status emit(struct dtrx_session *s, const char *op, const struc
     enum dtrx_status st = rt_emit_build(s, op, attrs, n_attrs, n_in, in, n_out, out, tag, &c);
     if (!st) {
         c->in_place = (uint8_t)(in_place && c->def->in_place && n_out >= 1 && n_in >= 1);
-        s->stats.in_place_calls += c->in_place;
         st = rt_call_exec(s, c);
     }
     if (!st && s->taping)

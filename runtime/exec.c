@@ -40,6 +40,7 @@ enum dtrx_status rt_call_exec(struct dtrx_session *s, struct rt_call *c)
         return st;
     s->stats.total_compute += c->cost_flops;
     s->stats.op_calls++;
+    s->stats.in_place_calls += c->in_place;
     for (int k = 0; k < RT_HOOK_SLOTS; k++)
         if (s->hooks[k] && s->hooks[k]->after)
             s->hooks[k]->after(s, c);

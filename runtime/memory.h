@@ -44,6 +44,12 @@ struct rt_memory {
      * nothing afterwards: nothing else shares the buffer, and nothing will
      * recompute v (DTR: v is frozen, dtr_tensor_mutate). */
     int (*overwritable)(const struct dtrx_session *s, const struct rt_value *v);
+    /* 1 when a model call may write its output over v's buffer, v having no
+     * reader but that call (its only consumer, nothing saved for a gradient):
+     * nothing else shares the buffer. Under DTR v may still be recomputed,
+     * but only to recompute that call's output, which the call then writes
+     * over it again; so v must not be pinned (a constant). */
+    int (*reusable)(const struct dtrx_session *s, const struct rt_value *v);
     /* The program lets go of a value (DTR: its reference to the tensor). */
     void (*release)(struct dtrx_session *s, struct rt_value *v);
     /* 1 when the value holds data now or can be recomputed. */

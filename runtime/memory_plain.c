@@ -34,6 +34,7 @@ static enum dtrx_status plain_exec(struct dtrx_session *s, struct rt_call *c, st
                            s->values[c->in[i]]->name);
     if (c->def->infer && rt_call_infer(s, call))
         return rt_fail(DTRX_ERR_INPUT, "%s", s->op_err[0] ? s->op_err : "shape inference failed");
+    rt_call_in_place_check(c, call);
     for (int i = 0; i < c->n_out; i++) {
         if (!call->out[i])
             continue;
@@ -115,6 +116,11 @@ static int plain_overwritable(const struct dtrx_session *s, const struct rt_valu
     return v->mem.storage && v->mem.storage->refs == 1;
 }
 
+static int plain_reusable(const struct dtrx_session *s, const struct rt_value *v)
+{
+    return plain_overwritable(s, v);
+}
+
 const struct rt_memory rt_memory_plain = {
     .name = "plain",
     .evicts = 0,
@@ -126,6 +132,7 @@ const struct rt_memory rt_memory_plain = {
     .pin = plain_pin,
     .mutate = plain_mutate,
     .overwritable = plain_overwritable,
+    .reusable = plain_reusable,
     .release = plain_release,
     .live = plain_live,
 };

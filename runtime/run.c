@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/device.h"
 #include "runtime/exec.h"
 #include "runtime/params.h"
 #include "runtime/run.h"
+#include "runtime/memory.h"
 #include "runtime/session.h"
 #include "runtime/status.h"
 #include "runtime/values.h"
@@ -77,6 +79,33 @@ static void hold_saved(struct dtrx_session *s, struct rt_call *c)
             s->values[c->out[i]]->use.remaining++;
 }
 
+/* A model call writes output 0 over input 0 (def->in_place: Relu, Add, ...)
+ * when that input dies here: this call is its only consumer, nothing keeps
+ * it for a gradient (hold_saved counts those in use.remaining), it is no
+ * graph output, and its buffer holds it alone (memory.reusable). Under DTR
+ * the input may then be recomputed only to recompute this call's output,
+ * which writes over it again, so nothing reads stale bytes. Not with a
+ * static plan or the export recorder (their graphs count one buffer per
+ * value), nor on a device, nor in a subgraph's calls. Shapes are checked after inference
+ * (rt_call_in_place_check). */
+static int forward_in_place(const struct dtrx_session *s, const struct rt_call *c)
+{
+    int main_graph = c >= s->calls && c < s->calls + s->n_calls;   /* not a subgraph's instance */
+    if (!main_graph || !c->def->in_place || c->n_in < 1 || c->n_out < 1 || c->in[0] < 0 || c->out[0] < 0 ||
+        s->plan || s->recorder || !rt_device_on_host(s))
+        return 0;
+    const struct rt_value *a = s->values[c->in[0]];
+    if (a->kind != RT_VALUE_INTERMEDIATE || a->use.kept || a->use.consumers != 1 || a->use.remaining != 1 ||
+        a->list.container)
+        return 0;
+    if (s->taping && (c->def->grad_saves_in & 1))
+        return 0;
+    for (int i = 1; i < c->n_in; i++)
+        if (c->in[i] == c->in[0])
+            return 0;
+    return s->memory->reusable(s, a);
+}
+
 enum dtrx_status rt_run_call(struct dtrx_session *s, struct rt_call *c)
 {
     enum dtrx_status st;
@@ -89,6 +118,7 @@ enum dtrx_status rt_run_call(struct dtrx_session *s, struct rt_call *c)
                 return rt_fail(DTRX_ERR_INPUT, "node '%s' (%s): input '%s' is a %s, not a tensor", c->name,
                                c->def->name, s->values[c->in[i]]->name,
                                s->values[c->in[i]]->list.container == RT_SEQUENCE ? "sequence" : "optional");
+        c->in_place = (uint8_t)forward_in_place(s, c);
         st = rt_call_exec(s, c);
         if (!st && s->taping) {
             hold_saved(s, c);

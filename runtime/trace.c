@@ -155,7 +155,8 @@ static void trace_call(struct dtrx_session *s, const struct rt_call *c)
         if (c->out[i] < 0)
             continue;
         struct rt_value *v = s->values[c->out[i]];
-        int alias = c->def->alias && i == 0 ? 0 : -1;   /* views are of input 0, always present */
+        /* views and in-place calls share input 0's storage, always present */
+        int alias = (c->def->alias || c->in_place) && i == 0 ? 0 : -1;
         memory_record(s, v, alias >= 0 ? 0 : arena_rounded(tensor_size_bytes(&v->t)));
         alias_record(s, v, alias);
     }

@@ -24,8 +24,12 @@ static uint64_t hash_value(struct dtrx_session *s, const struct rt_value *v, con
     return hash_bytes(rt_host_view(s, data, n), n);
 }
 
-/* The slot of storage st, growing the table; NULL without host memory. */
-static uint64_t *slot(struct rt_verify *vf, dtr_storage st)
+/* The slot of DTR tensor st, growing the table; NULL without host memory.
+ * Hashes are kept per tensor, not per storage: a call writing its output
+ * over a dying input (forward_in_place) leaves one storage holding two
+ * tensors' bytes in turn, and a recomputation of the input must match the
+ * input's first bytes. */
+static uint64_t *slot(struct rt_verify *vf, dtr_tensor st)
 {
     if (st >= vf->capacity) {
         uint32_t cap = vf->capacity ? vf->capacity : 1024;
@@ -49,7 +53,7 @@ static enum dtrx_status check_inputs(struct dtrx_session *s, const struct rt_cal
         if (c->in[i] < 0 || s->values[c->in[i]]->mem.storage || (c->in_place && i == 0))
             continue;   /* an in-place call's input 0 is its output now */
         struct rt_value *v = s->values[c->in[i]];
-        dtr_storage st = dtr_tensor_storage(s->budget.dtr, v->mem.dt);
+        dtr_tensor st = v->mem.dt;
         if (st < s->verify.capacity && s->verify.hash[st] && s->verify.hash[st] != hash_value(s, v, v->t.data))
             return rt_fail(DTRX_ERR_INTERNAL, "input '%s' of node '%s' no longer holds the bytes it was computed with",
                            v->name, c->name);
@@ -63,10 +67,10 @@ static enum dtrx_status verify_computed(struct dtrx_session *s, const struct rt_
     if (st)
         return st;
     for (int i = 0; i < c->n_out; i++) {
-        if (c->out[i] < 0 || (c->def->alias && i == 0))
-            continue;
+        if (c->out[i] < 0)
+            continue;   /* views too: they are checked as inputs by their own hash */
         struct rt_value *v = s->values[c->out[i]];
-        uint64_t *h = slot(&s->verify, dtr_tensor_storage(s->budget.dtr, v->mem.dt));
+        uint64_t *h = slot(&s->verify, v->mem.dt);
         if (!h)
             return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
         uint64_t now = hash_value(s, v, v->t.data);
@@ -109,7 +113,7 @@ enum dtrx_status rt_verify_constant(struct dtrx_session *s, const struct rt_valu
 {
     if (!s->verify.on)
         return DTRX_OK;
-    uint64_t *h = slot(&s->verify, dtr_tensor_storage(s->budget.dtr, v->mem.dt));
+    uint64_t *h = slot(&s->verify, v->mem.dt);
     if (!h)
         return rt_fail(DTRX_ERR_BUDGET, "out of host memory");
     *h = hash_value(s, v, v->mem.storage->data);

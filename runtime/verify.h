@@ -17,7 +17,7 @@ struct rt_value;
 
 struct rt_verify {
     int on;                        /* the session asked for it (opts.verify_remat) */
-    uint64_t *hash;                /* per DTR storage: hash of its first computation, 0 for none */
+    uint64_t *hash;                /* per DTR tensor: hash of its first computation, 0 for none */
     uint32_t capacity;
     long long failures;            /* recomputations that differed */
 };
