@@ -27,7 +27,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MAKE = os.path.join(HERE, "..", "bench", "models", "make.py")
+sys.path.insert(0, HERE)
 
 
 def run(dtrexec, args):
@@ -83,23 +83,11 @@ def rule(dtrexec, tmp):
     print("PASS rule: outputs equal onnxruntime's, exactly the 4 allowed calls ran in place")
 
 
-def train(dtrexec, path, tmp, tag, extra):
-    out, stats = os.path.join(tmp, tag + ".onnx"), os.path.join(tmp, tag + ".json")
-    res = run(dtrexec, [path, "--train", "--steps", "2", "--optimizer", "momentum", "--seed", "3", "--threads", "2",
-                        "--save", out, "--stats", stats, "--quiet"] + extra)
-    if res.returncode:
-        return res, None, None
-    w = {t.name: numpy_helper.to_array(t) for t in onnx.load(out).graph.initializer}
-    return res, json.load(open(stats)), w
-
-
 def budget(dtrexec, tmp):
-    models = {"resnet18": ["resnet18", "--tiny", "--batch", "16", "--size", "32"],
-              "transformer": ["transformer", "--tiny", "--batch", "8", "--layers", "4"]}
+    from budget_check import lowest_ratio, make_model, train
     checked = 0
-    for name, args in models.items():
-        path = os.path.join(tmp, name + ".onnx")
-        subprocess.run([sys.executable, MAKE] + args + ["-o", path], check=True, capture_output=True)
+    for name in ["resnet18", "transformer"]:
+        path = make_model(name, tmp)
         stats = os.path.join(tmp, name + "-infer.json")
         res = run(dtrexec, [path, "--stats", stats, "--quiet"])
         if res.returncode or not json.load(open(stats))["in_place_calls"]:
@@ -108,20 +96,14 @@ def budget(dtrexec, tmp):
         if res.returncode:
             raise SystemExit(f"FAIL: {name} unbudgeted: {res.stderr}")
         peak = base["peak_bytes"]
-        for r in [0.8, 0.6, 0.5, 0.4, 0.3]:
-            b = int(peak * r)
-            res, st, w = train(dtrexec, path, tmp, f"{name}-{r}", ["--budget", str(b), "--verify-remat"])
-            if res.returncode == 2:
-                continue
-            if res.returncode:
-                raise SystemExit(f"FAIL: {name} at {r}x exited {res.returncode}: {res.stderr}")
-            if st["peak_bytes"] > b:
-                raise SystemExit(f"FAIL: {name} at {r}x: peak {st['peak_bytes']} above the budget {b}")
-            if st["loss"] != base["loss"] or any(base_w[k].tobytes() != w[k].tobytes() for k in base_w):
-                raise SystemExit(f"FAIL: {name} at {r}x: losses or weights differ from the unbudgeted run")
-            checked += st["remats"] > 0 and st["in_place_calls"] > 0
-            print(f"PASS {name} {r}x: bit-identical, peak {st['peak_bytes']} <= {b}, {st['remats']} "
-                  f"recomputations, {st['in_place_calls']} calls in place")
+        # every feasible ratio checked bit for bit, with the peak inside the budget
+        lowest, remats = lowest_ratio(dtrexec, path, tmp, peak, [], base, base_w, name)
+        if lowest is None:
+            raise SystemExit(f"FAIL: {name}: no budget trained")
+        _, st, _ = train(dtrexec, path, tmp, name + "-lowest", ["--budget", str(int(lowest * peak))])
+        checked += remats > 0 and st["in_place_calls"] > 0
+        print(f"PASS {name}: bit-identical down to {lowest}x, {st['remats']} recomputations and "
+              f"{st['in_place_calls']} calls in place there")
     if not checked:
         raise SystemExit("FAIL: no budgeted run recomputed values with calls in place")
 
