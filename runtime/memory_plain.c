@@ -116,11 +116,6 @@ static int plain_overwritable(const struct dtrx_session *s, const struct rt_valu
     return v->mem.storage && v->mem.storage->refs == 1;
 }
 
-static int plain_reusable(const struct dtrx_session *s, const struct rt_value *v)
-{
-    return plain_overwritable(s, v);
-}
-
 const struct rt_memory rt_memory_plain = {
     .name = "plain",
     .evicts = 0,
@@ -132,7 +127,7 @@ const struct rt_memory rt_memory_plain = {
     .pin = plain_pin,
     .mutate = plain_mutate,
     .overwritable = plain_overwritable,
-    .reusable = plain_reusable,
+    .reusable = plain_overwritable,   /* nothing is recomputed: the same test */
     .release = plain_release,
     .live = plain_live,
 };

@@ -108,16 +108,24 @@ static const struct {
     { "NonMaxSuppression", ~0u }, { "Unique", ~0u }, { "RoiAlign", 2u },
 };
 
-int rt_input_differentiable(const char *domain, const char *op, int i)
+/* Bit i: no gradient flows into input i (i < 32), in one pass of the table. */
+static uint32_t nondiff_mask(const char *domain, const char *op)
 {
     if (domain && !strcmp(domain, "ai.onnx.ml"))
-        return 0;   /* classical ML: steps and selections (ops/ml.c) */
+        return ~0u;   /* classical ML: steps and selections (ops/ml.c) */
     if (domain && domain[0])
-        return 1;
+        return 0;
     for (size_t k = 0; k < sizeof no_grad_inputs / sizeof no_grad_inputs[0]; k++)
         if (!strcmp(op, no_grad_inputs[k].op))
-            return i >= 32 || !(no_grad_inputs[k].mask >> i & 1);
-    return 1;
+            return no_grad_inputs[k].mask;
+    return 0;
+}
+
+int rt_input_differentiable(const char *domain, const char *op, int i)
+{
+    if (i >= 32)   /* only the classical-ML domain is cut off that far */
+        return !(domain && !strcmp(domain, "ai.onnx.ml"));
+    return !(nondiff_mask(domain, op) >> i & 1);
 }
 
 int rt_call_input_differentiable(struct rt_call *c, int i)
@@ -125,10 +133,7 @@ int rt_call_input_differentiable(struct rt_call *c, int i)
     if (i >= 32)
         return rt_input_differentiable(c->def->domain, c->def->name, i);
     if (c->nondiff_def != c->def) {   /* first asked, or the call was rewritten (fuse.c) */
-        c->nondiff_in = 0;
-        for (int k = 0; k < 32; k++)
-            if (!rt_input_differentiable(c->def->domain, c->def->name, k))
-                c->nondiff_in |= 1u << k;
+        c->nondiff_in = nondiff_mask(c->def->domain, c->def->name);
         c->nondiff_def = c->def;
     }
     return !(c->nondiff_in >> i & 1);
